@@ -1,0 +1,1 @@
+"""CPython 3.11 bytecode: decoding, assembly, analysis. No torch import."""
