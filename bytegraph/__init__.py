@@ -1,0 +1,18 @@
+"""bytegraph: a pure-Python graph-capture JIT for PyTorch (CPython 3.11).
+
+`bytegraph.compile(fn)` symbolically executes `fn`'s bytecode, records tensor work into
+torch.fx graphs, compiles them with a backend, guards them, and runs them on later calls.
+"""
+import sys
+
+if sys.version_info[:2] != (3, 11):
+    raise ImportError(f"bytegraph requires Python 3.11 (it translates CPython 3.11 bytecode); "
+                      f"this is Python {sys.version_info.major}.{sys.version_info.minor}")
+
+from . import config  # noqa: E402
+from .api import compile, reset  # noqa: E402
+from .errors import Unsupported  # noqa: E402
+from .runtime.compiled_function import RecompileLimitWarning  # noqa: E402
+from .runtime.logs import set_logs  # noqa: E402
+
+__all__ = ["compile", "reset", "config", "Unsupported", "RecompileLimitWarning", "set_logs"]

@@ -1,0 +1,46 @@
+"""The public entry points: `compile`, `reset`.
+
+`compile` follows `torch.compile`'s calling convention: `compile(fn)`, `@compile`,
+`@compile(backend=..., fullgraph=True)`.
+"""
+from __future__ import annotations
+
+import functools
+import types
+import warnings
+
+from .graph.backends import lookup_backend
+from .runtime.compiled_function import CompiledFunction, reset_all
+
+
+def compile(fn=None, *, backend="eager", fullgraph: bool = False, dynamic=None):
+    """Compile `fn` into guarded graphs on its first call(s); returns a drop-in callable."""
+    backend_fn = lookup_backend(backend)
+    if dynamic:
+        warnings.warn("bytegraph: dynamic=True is accepted but shapes are static for now; "
+                      "a changed shape recompiles", UserWarning, stacklevel=2)
+    if fn is None:
+        return functools.partial(compile, backend=backend, fullgraph=fullgraph, dynamic=None)
+    if not callable(fn):
+        raise TypeError(f"bytegraph.compile expects a callable (function, method or nn.Module), "
+                        f"got {type(fn).__name__}")
+    return _compile_callable(fn, backend_fn, fullgraph)
+
+
+def _compile_callable(fn, backend_fn, fullgraph: bool):
+    if isinstance(fn, types.MethodType):
+        return types.MethodType(_compile_callable(fn.__func__, backend_fn, fullgraph), fn.__self__)
+    if isinstance(fn, types.FunctionType):
+        if hasattr(fn, "__bg_compiled__"):
+            fn = fn.__bg_original__
+        return CompiledFunction(fn, backend_fn, fullgraph).wrapper
+    call = getattr(type(fn), "__call__", None)
+    if isinstance(call, types.FunctionType):
+        return types.MethodType(CompiledFunction(call, backend_fn, fullgraph).wrapper, fn)
+    raise TypeError(f"bytegraph.compile cannot trace {type(fn).__name__} objects (not Python code); "
+                    "call it directly instead")
+
+
+def reset() -> None:
+    """Forget every compiled entry; the next calls capture again."""
+    reset_all()

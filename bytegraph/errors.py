@@ -1,0 +1,55 @@
+"""Exceptions shared by every layer (imports nothing from bytegraph).
+
+Two control-flow exceptions: the internal `GraphBreak` (the tracer met something it
+cannot capture) and the public `Unsupported` (what a `fullgraph=True` user sees).
+`UserCodeRaisesError` means tracing proved the user's own code raises: the frame is
+run eagerly so the user gets the real exception and traceback.
+"""
+from __future__ import annotations
+
+
+class Unsupported(RuntimeError):
+    """A construct bytegraph cannot capture, raised to the user under `fullgraph=True`."""
+
+    def __init__(self, reason: str, location: str = "", hint: str = "", user_stack=()):
+        self.reason = reason
+        self.location = location
+        self.hint = hint
+        self.user_stack = tuple(user_stack)
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        where = f"{self.location}: " if self.location else ""
+        lines = [f"{where}{self.reason}"]
+        if len(self.user_stack) > 1:
+            lines.append("  inlined from:")
+            lines.extend(f"    {frame}" for frame in self.user_stack)
+        if self.hint:
+            lines.append(f"  hint: {self.hint}")
+        return "\n".join(lines)
+
+
+class GraphBreak(Exception):
+    """Internal: tracing cannot continue at `location`; carries a category and a hint."""
+
+    def __init__(self, reason: str, location: str = "", category: str = "unsupported",
+                 hint: str = "", user_stack=()):
+        super().__init__(reason)
+        self.reason = reason
+        self.location = location
+        self.category = category
+        self.hint = hint
+        self.user_stack = tuple(user_stack)
+        self.guards = None  # the guards collected before the break (set by the capture)
+
+    def to_unsupported(self) -> Unsupported:
+        return Unsupported(self.reason, self.location, self.hint, self.user_stack)
+
+
+class UserCodeRaisesError(Exception):
+    """Internal: the traced program itself raises; run it eagerly to raise for real."""
+
+    def __init__(self, reason: str, location: str = ""):
+        super().__init__(f"{location}: {reason}" if location else reason)
+        self.reason = reason
+        self.location = location

@@ -1,0 +1,1 @@
+"""The output graph (FX graph, inputs by source, fake tensors), residual codegen, backends."""

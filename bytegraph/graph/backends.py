@@ -1,0 +1,47 @@
+"""Backends: turn a captured `GraphModule` into a callable (the torch.compile protocol
+`backend(gm, example_inputs) -> callable`).
+
+Named backends: "eager" runs the GraphModule's own forward, "aot_eager" runs torch's
+AOT autograd with no-op compilers, "inductor" runs torch's inductor `compile_fx`.
+"""
+from __future__ import annotations
+
+import torch
+
+
+def _eager(gm: torch.fx.GraphModule, example_inputs):
+    return gm.forward
+
+
+def _nop(gm: torch.fx.GraphModule, example_inputs):
+    return gm.forward
+
+
+def _aot_eager(gm: torch.fx.GraphModule, example_inputs):
+    from torch._functorch.aot_autograd import aot_module_simplified
+
+    return aot_module_simplified(gm, example_inputs, fw_compiler=_nop, bw_compiler=_nop)
+
+
+def _inductor(gm: torch.fx.GraphModule, example_inputs):
+    from torch._inductor.compile_fx import compile_fx
+
+    return compile_fx(gm, example_inputs)
+
+
+BACKENDS = {"eager": _eager, "aot_eager": _aot_eager, "inductor": _inductor}
+
+
+def lookup_backend(backend):
+    """The backend callable for a name or a callable; bad input raises ValueError/TypeError."""
+    if isinstance(backend, str):
+        try:
+            return BACKENDS[backend]
+        except KeyError:
+            raise ValueError(f"unknown backend {backend!r}; valid names are: "
+                             f"{', '.join(sorted(BACKENDS))}, or pass a callable "
+                             f"backend(gm, example_inputs) -> callable") from None
+    if not callable(backend):
+        raise TypeError(f"backend must be a backend name ({', '.join(sorted(BACKENDS))}) or a callable "
+                        f"backend(gm, example_inputs) -> callable, not {type(backend).__name__}")
+    return backend

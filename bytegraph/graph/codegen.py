@@ -1,0 +1,88 @@
+"""Residual bytecode: the instructions the transformed frame runs around the graph.
+
+`PyCodegen` appends `bytecode.Instr`s; trackers rebuild their real values through
+`reconstruct(cg)`. Tensors computed by the graph are read from the graph's output
+tuple, kept in the local `__bg_graph_out`; an input tensor is reloaded from its source so
+identity is preserved.
+"""
+from __future__ import annotations
+
+from bytecode import Instr
+from bytecode.instr import CellVar, FreeVar
+
+GRAPH_OUT = "__bg_graph_out"
+
+
+class PyCodegen:
+    def __init__(self, tx, code, lineno: int):
+        self.tx = tx
+        self.code = code
+        self.lineno = lineno
+        self.instructions: list = []
+        self.graph_outputs: dict = {}  # id(TensorVariable) -> index into the graph's output tuple
+        self.graph_module = None
+
+    def _emit(self, opname: str, arg=None) -> None:
+        if arg is None:
+            self.instructions.append(Instr(opname, lineno=self.lineno))
+        else:
+            self.instructions.append(Instr(opname, arg, lineno=self.lineno))
+
+    def load_const(self, value) -> None:
+        self._emit("LOAD_CONST", value)
+
+    def load_fast(self, name: str) -> None:
+        if name in self.code.co_cellvars:
+            self._emit("LOAD_DEREF", CellVar(name))
+        elif name in self.code.co_freevars:
+            self._emit("LOAD_DEREF", FreeVar(name))
+        else:
+            self._emit("LOAD_FAST", name)
+
+    def store_fast(self, name: str) -> None:
+        self._emit("STORE_FAST", name)
+
+    def load_deref(self, name: str) -> None:
+        self._emit("LOAD_DEREF", FreeVar(name) if name in self.code.co_freevars else CellVar(name))
+
+    def load_global(self, name: str, push_null: bool = False) -> None:
+        self._emit("LOAD_GLOBAL", (push_null, name))
+
+    def load_globals_dict(self) -> None:
+        self.load_const(self.tx.f_globals)
+
+    def load_attr(self, name: str) -> None:
+        self._emit("LOAD_ATTR", name)
+
+    def binary_subscr(self) -> None:
+        self._emit("BINARY_SUBSCR")
+
+    def build(self, opname: str, count: int) -> None:
+        self._emit(opname, count)
+
+    def push_null(self) -> None:
+        self._emit("PUSH_NULL")
+
+    def call(self, nargs: int) -> None:
+        self._emit("PRECALL", nargs)
+        self._emit("CALL", nargs)
+
+    def return_value(self) -> None:
+        self._emit("RETURN_VALUE")
+
+    def call_graph(self, graph_name: str, input_sources: list) -> None:
+        """`__bg_graph_out = graph_name(*inputs)`."""
+        self.load_global(graph_name, push_null=True)
+        for src in input_sources:
+            src.reconstruct(self)
+        self.call(len(input_sources))
+        self.store_fast(GRAPH_OUT)
+
+    def reconstruct(self, vt) -> None:
+        index = self.graph_outputs.get(id(vt))
+        if index is not None:
+            self.load_fast(GRAPH_OUT)
+            self.load_const(index)
+            self.binary_subscr()
+            return
+        vt.reconstruct(self)

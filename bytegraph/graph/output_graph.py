@@ -1,0 +1,138 @@
+"""The output graph of one capture: the FX graph, its inputs by source, fake example
+values, the guards collected, and the grad mode the traced code is in.
+
+Graph inputs are placeholders, one per distinct real tensor (two sources reaching the
+same tensor share a placeholder). Every op is run once on fake tensors to get its
+example value; errors from that run are classified into graph breaks (data-dependent
+output, op without a fake kernel) and errors of the user's own program.
+"""
+from __future__ import annotations
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import (DataDependentOutputException, DynamicOutputShapeException,
+                                           FakeTensorMode, UnsupportedOperatorException)
+from torch.utils._pytree import tree_map
+
+from ..guards.guard import Guard, GuardKind, TensorSpec
+from ..vars.base import VariableTracker
+from ..vars.builder import wrap_op_result
+from ..vars.constant import ConstantVariable
+from ..vars.containers import BaseListVariable, DictVariable, SizeVariable
+from ..vars.tensor import TensorVariable
+
+_DATA_DEPENDENT_ERRORS = (DataDependentOutputException, DynamicOutputShapeException)
+
+
+class OutputGraph:
+    def __init__(self):
+        self.graph = torch.fx.Graph()
+        self.fake_mode = FakeTensorMode()
+        self.tracked: dict = {}
+        self.guards: dict = {}
+        self.inputs: list = []  # (source, TensorVariable, real tensor), in placeholder order
+        self._input_by_id: dict = {}
+        self.grad_enabled = torch.is_grad_enabled()
+        self.current_tx = None
+        self.add_guard(Guard(GuardKind.GRAD_MODE, None, self.grad_enabled))
+
+    # ---- guards and inputs -----------------------------------------------------------
+    def add_guard(self, guard: Guard) -> None:
+        self.guards.setdefault((guard.kind, guard.source), guard)
+
+    def add_input(self, source, real: torch.Tensor) -> TensorVariable:
+        existing = self._input_by_id.get(id(real))
+        if existing is not None:
+            self.add_guard(Guard(GuardKind.ID_MATCH, source, real))
+            return existing
+        name = _placeholder_name(source.name(), len(self.inputs))
+        node = self.graph.placeholder(name)
+        example = self.fake_mode.from_tensor(real, static_shapes=True)
+        node.meta["example_value"] = example
+        vt = TensorVariable(node, example, source, cls=type(real))
+        self.inputs.append((source, vt, real))
+        self._input_by_id[id(real)] = vt
+        self.add_guard(Guard(GuardKind.TENSOR_MATCH, source, TensorSpec.of(real),
+                             self.current_tx.location() if self.current_tx else ""))
+        return vt
+
+    def finish_guards(self) -> list:
+        """All guards, with a no-aliasing guard when several distinct tensors are inputs."""
+        guards = list(self.guards.values())
+        if len(self.inputs) > 1:
+            guards.append(Guard(GuardKind.NO_ALIASING, None, tuple(src for src, _, _ in self.inputs)))
+        return guards
+
+    # ---- ops -------------------------------------------------------------------------
+    def set_grad_enabled(self, mode: bool) -> None:
+        if mode != self.grad_enabled:
+            self.graph.call_function(torch._C._set_grad_enabled, (mode,))
+            self.grad_enabled = mode
+
+    def call_op(self, kind: str, target, args: list, kwargs: dict) -> VariableTracker:
+        tx = self.current_tx
+        fx_args = tuple(_to_fx(tx, a) for a in args)
+        fx_kwargs = {k: _to_fx(tx, v) for k, v in kwargs.items()}
+        fake_args = tree_map(_example_of, fx_args)
+        fake_kwargs = tree_map(_example_of, fx_kwargs)
+        example = self._run_fake(tx, kind, target, fake_args, fake_kwargs)
+        node = self.graph.create_node(kind, target, fx_args, fx_kwargs)
+        node.meta["example_value"] = example
+        node.meta["stack_trace"] = tx.stack_trace()
+        for arg in args:
+            if isinstance(arg, TensorVariable) and arg.example is example:
+                return arg  # an in-place op returns its input: keep one tracker (and `is`)
+        return wrap_op_result(tx, node, example)
+
+    def _run_fake(self, tx, kind, target, args, kwargs):
+        prior = torch.is_grad_enabled()
+        torch._C._set_grad_enabled(self.grad_enabled)
+        try:
+            with self.fake_mode:
+                if kind == "call_method":
+                    return getattr(args[0], target)(*args[1:], **kwargs)
+                return target(*args, **kwargs)
+        except _DATA_DEPENDENT_ERRORS as e:
+            tx.unsupported(f"{_op_name(kind, target)} has an output that depends on tensor data ({type(e).__name__})",
+                           category="data-dependent")
+        except UnsupportedOperatorException as e:
+            tx.unsupported(f"{_op_name(kind, target)} has no fake-tensor kernel ({e})", category="unsupported op")
+        except Exception as e:  # the user's program raises here (bad shapes, bad arguments)
+            tx.raise_user_error(e)
+        finally:
+            torch._C._set_grad_enabled(prior)
+
+
+def _op_name(kind: str, target) -> str:
+    if kind == "call_method":
+        return f"Tensor.{target}()"
+    return f"{getattr(target, '__module__', '') or ''}.{getattr(target, '__name__', target)}()".lstrip(".")
+
+
+def _example_of(x):
+    if isinstance(x, torch.fx.Node):
+        return x.meta["example_value"]
+    return x
+
+
+def _to_fx(tx, vt):
+    """The FX argument for a tracker: a node, a constant, or a structure of those."""
+    if isinstance(vt, TensorVariable):
+        return vt.node
+    if isinstance(vt, SizeVariable):
+        return torch.Size(vt.as_python_constant())
+    if isinstance(vt, BaseListVariable):
+        items = [_to_fx(tx, i) for i in vt.items]
+        return list(items) if vt.python_type() is list else tuple(items)
+    if isinstance(vt, DictVariable):
+        return {k: _to_fx(tx, v) for k, v in vt.items.items()}
+    if isinstance(vt, ConstantVariable) or vt.is_python_constant():
+        return vt.as_python_constant()
+    if isinstance(vt, VariableTracker):
+        tx.unsupported(f"passing {vt.describe()} to a torch op", category="unsupported op argument")
+    return vt
+
+
+def _placeholder_name(source_name: str, index: int) -> str:
+    cleaned = "".join(c if c.isalnum() else "_" for c in source_name).strip("_")
+    return f"l_{cleaned}" if cleaned else f"input_{index}"

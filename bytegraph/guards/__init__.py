@@ -1,0 +1,1 @@
+"""Sources (how to fetch a value again from a frame) and guards built from them."""

@@ -1,0 +1,118 @@
+"""Guards: one checked fact about the caller's world, expressed over a `Source`.
+
+A guard renders as a Python boolean expression (`clause(consts)`), where objects that
+cannot be spelled as literals (types, dtypes, identities) are bound to names returned
+through `consts`. Guards are deduplicated by (kind, source).
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from .sources import Source
+
+
+class GuardKind(enum.Enum):
+    TENSOR_MATCH = "tensor"
+    CONSTANT_MATCH = "constant"
+    TYPE_MATCH = "type"
+    ID_MATCH = "identity"
+    LEN_MATCH = "length"
+    DICT_KEYS = "dict keys"
+    NOT_PRESENT = "absent"
+    GRAD_MODE = "grad mode"
+    NO_ALIASING = "no aliasing"
+
+
+@dataclass(frozen=True, slots=True)
+class TensorSpec:
+    """What a tensor guard pins: everything the trace's fake tensor copied from the real one."""
+
+    type: type
+    dtype: object
+    device: object
+    shape: tuple
+    stride: tuple
+    requires_grad: bool
+
+    @classmethod
+    def of(cls, t) -> "TensorSpec":
+        return cls(type(t), t.dtype, t.device, tuple(t.shape), tuple(t.stride()), t.requires_grad)
+
+    def describe(self) -> str:
+        return (f"{self.type.__name__}(dtype={self.dtype}, device={self.device}, "
+                f"shape={self.shape}, stride={self.stride}, requires_grad={self.requires_grad})")
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    kind: GuardKind
+    source: Source | None
+    expected: object = None
+    user_location: str = ""
+
+    def clause(self, bind) -> str:
+        """Python expression for this guard; `bind(obj)` returns a name bound to `obj`."""
+        s = self.source.name() if self.source is not None else ""
+        k = self.kind
+        if k is GuardKind.TENSOR_MATCH:
+            e: TensorSpec = self.expected
+            return (f"type({s}) is {bind(e.type)} and {s}.dtype is {bind(e.dtype)} "
+                    f"and {s}.device == {bind(e.device)} and {s}.shape == {e.shape!r} "
+                    f"and {s}.stride() == {e.stride!r} and {s}.requires_grad is {e.requires_grad!r}")
+        if k is GuardKind.CONSTANT_MATCH:
+            v = self.expected
+            if v is None or isinstance(v, bool) or v is Ellipsis:
+                return f"{s} is {bind(v)}"
+            return f"type({s}) is {bind(type(v))} and {s} == {bind(v)}"
+        if k is GuardKind.TYPE_MATCH:
+            return f"type({s}) is {bind(self.expected)}"
+        if k is GuardKind.ID_MATCH:
+            return f"{s} is {bind(self.expected)}"
+        if k is GuardKind.LEN_MATCH:
+            return f"len({s}) == {self.expected!r}"
+        if k is GuardKind.DICT_KEYS:
+            return f"list({s}) == {bind(list(self.expected))}"
+        if k is GuardKind.NOT_PRESENT:
+            return f"{self.expected!r} not in {s}"
+        if k is GuardKind.GRAD_MODE:
+            return f"{bind(_grad_enabled())}() is {self.expected!r}"
+        if k is GuardKind.NO_ALIASING:
+            names = ", ".join(src.name() for src in self.expected)
+            return f"len({{id(v) for v in ({names},)}}) == {len(self.expected)}"
+        raise AssertionError(f"unknown guard kind {k}")
+
+    def describe(self) -> str:
+        """User-facing sentence: what must hold."""
+        what = self.source.describe() if self.source is not None else ""
+        k = self.kind
+        if k is GuardKind.TENSOR_MATCH:
+            return f"{what} matches {self.expected.describe()}"
+        if k is GuardKind.CONSTANT_MATCH:
+            return f"{what} == {self.expected!r}"
+        if k is GuardKind.TYPE_MATCH:
+            return f"type({what}) is {getattr(self.expected, '__qualname__', self.expected)}"
+        if k is GuardKind.ID_MATCH:
+            return f"{what} is the same object ({_short_repr(self.expected)})"
+        if k is GuardKind.LEN_MATCH:
+            return f"len({what}) == {self.expected}"
+        if k is GuardKind.DICT_KEYS:
+            return f"keys of {what} == {list(self.expected)!r}"
+        if k is GuardKind.NOT_PRESENT:
+            return f"{self.expected!r} is not defined in {what}"
+        if k is GuardKind.GRAD_MODE:
+            return f"torch.is_grad_enabled() is {self.expected}"
+        if k is GuardKind.NO_ALIASING:
+            return "tensors " + ", ".join(s.describe() for s in self.expected) + " are distinct objects"
+        raise AssertionError(f"unknown guard kind {k}")
+
+
+def _short_repr(obj) -> str:
+    r = repr(obj)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def _grad_enabled():
+    import torch
+
+    return torch.is_grad_enabled

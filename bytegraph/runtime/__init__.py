@@ -1,0 +1,1 @@
+"""The call wrapper, cache entries, recompiles and logging."""

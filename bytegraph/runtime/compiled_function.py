@@ -1,0 +1,185 @@
+"""The call wrapper of one compiled function and its cache of entries.
+
+The wrapper the user calls is a generated Python function with the original
+signature (so CPython binds arguments and applies defaults), whose body tries each
+cache entry's guard function in order and calls that entry's transformed function;
+on a miss it asks `CompiledFunction.miss`, which captures (or falls back to eager)
+and regenerates the wrapper's body with one more entry. Nothing else runs per call.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import traceback
+import types
+import warnings
+import weakref
+
+from .. import config
+from ..errors import GraphBreak, UserCodeRaisesError
+from ..guards.compile import CompiledGuards
+from ..translate.capture import argument_names, capture
+from .logs import logger
+
+_live: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
+
+
+class CacheEntry:
+    __slots__ = ("guards", "fn", "kind", "graph_module", "graph_name", "capture_seconds", "reason")
+
+    def __init__(self, guards: CompiledGuards, fn, kind: str, graph_module=None, graph_name=None,
+                 capture_seconds: float = 0.0, reason: str = ""):
+        self.guards = guards
+        self.fn = fn
+        self.kind = kind  # "compiled" or "eager"
+        self.graph_module = graph_module
+        self.graph_name = graph_name
+        self.capture_seconds = capture_seconds
+        self.reason = reason
+
+    @property
+    def guard_source(self) -> str:
+        return self.guards.source
+
+
+class CompiledFunction:
+    def __init__(self, fn: types.FunctionType, backend, fullgraph: bool):
+        self.fn = fn
+        self.backend = backend
+        self.fullgraph = fullgraph
+        self.code = fn.__code__
+        self.argnames = argument_names(self.code)
+        self.entries: list[CacheEntry] = []
+        self.limit_warned = False
+        self.namespace: dict = {"__bg_miss": self.miss, "__builtins__": __builtins__}
+        self.wrapper = self._make_wrapper()
+        _live.add(self)
+
+    # ---- the generated wrapper ------------------------------------------------------
+    def _signature_text(self) -> tuple[str, str, str]:
+        """(parameter list, all locals as positional args, call forwarding the arguments)."""
+        code = self.code
+        names = self.argnames
+        npos, nposonly, nkw = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
+        params, forward = [], []
+        params.extend(names[:npos])
+        if nposonly:
+            params.insert(nposonly, "/")
+        forward.extend(names[:npos])
+        index = npos + nkw
+        if code.co_flags & inspect.CO_VARARGS:
+            params.append("*" + names[index])
+            forward.append("*" + names[index])
+            index += 1
+        elif nkw:
+            params.append("*")
+        params.extend(names[npos:npos + nkw])
+        forward.extend(f"{n}={n}" for n in names[npos:npos + nkw])
+        if code.co_flags & inspect.CO_VARKEYWORDS:
+            params.append("**" + names[index])
+            forward.append("**" + names[index])
+        return ", ".join(params), ", ".join(names), ", ".join(forward)
+
+    def _wrapper_source(self) -> str:
+        params, values, forward = self._signature_text()
+        lines = [f"def {self.code.co_name}({params}):"]
+        for i in range(len(self.entries)):
+            lines.append(f"    if __bg_g{i}({values}): return __bg_f{i}({forward})")
+        lines.append(f"    return __bg_miss({values})({forward})")
+        return "\n".join(lines) + "\n"
+
+    def _compile_wrapper_code(self) -> types.CodeType:
+        for i, entry in enumerate(self.entries):
+            self.namespace[f"__bg_g{i}"] = entry.guards.fn
+            self.namespace[f"__bg_f{i}"] = entry.fn
+        scope: dict = {}
+        exec(compile(self._wrapper_source(), f"<bytegraph wrapper of {self.code.co_qualname}>", "exec"),
+             self.namespace, scope)
+        return scope[self.code.co_name].__code__
+
+    def _make_wrapper(self) -> types.FunctionType:
+        wrapper = types.FunctionType(self._compile_wrapper_code(), self.namespace, self.code.co_name,
+                                     self.fn.__defaults__)
+        wrapper.__kwdefaults__ = self.fn.__kwdefaults__
+        functools.update_wrapper(wrapper, self.fn)
+        wrapper.__bg_original__ = self.fn
+        wrapper.__bg_compiled__ = self
+        return wrapper
+
+    def _refresh(self) -> None:
+        self.wrapper.__code__ = self._compile_wrapper_code()
+
+    def reset(self) -> None:
+        self.entries.clear()
+        self.limit_warned = False
+        self._refresh()
+
+    # ---- misses ---------------------------------------------------------------------
+    def miss(self, *values):
+        """Called by the wrapper when no entry's guards hold: returns the function to run."""
+        if self.entries:
+            reason = self._miss_reason(values)
+            if len(self.entries) >= config.cache_size_limit:
+                if not self.limit_warned:
+                    self.limit_warned = True
+                    warnings.warn(f"bytegraph: {self.code.co_qualname} ({self.code.co_filename}:"
+                                  f"{self.code.co_firstlineno}) hit config.cache_size_limit="
+                                  f"{config.cache_size_limit}; running it eagerly from now on when no "
+                                  f"compiled entry matches. Last failing guard: {reason}",
+                                  RecompileLimitWarning, stacklevel=3)
+                return self.fn
+            logger("recompiles").debug("recompiling %s: %s", self.code.co_qualname, reason)
+        try:
+            result = capture(self.fn, values, self.backend)
+        except GraphBreak as e:
+            if self.fullgraph:
+                raise e.to_unsupported() from None
+            return self._fallback(values, f"{e.location}: {e.reason}", e)
+        except UserCodeRaisesError:
+            return self.fn
+        except Exception as e:  # a tracer bug: never the user's problem; run eagerly, say why
+            logger("graph_breaks").warning("bytegraph internal error while tracing %s; running it eagerly:\n%s",
+                                           self.code.co_qualname, traceback.format_exc())
+            if self.fullgraph:
+                raise
+            return self._fallback(values, f"internal error: {type(e).__name__}: {e}", None)
+        guards = CompiledGuards(result.guards, self.argnames, self.fn.__globals__, self.fn.__closure__)
+        entry = CacheEntry(guards, result.fn, "compiled", result.graph_module, result.graph_name,
+                           result.seconds)
+        self._log_capture(entry)
+        self.entries.append(entry)
+        self._refresh()
+        return entry.fn
+
+    def _fallback(self, values, reason: str, brk: GraphBreak | None):
+        logger("graph_breaks").debug("running %s eagerly: %s", self.code.co_qualname, reason)
+        guards = None
+        if brk is not None and brk.guards is not None:
+            guards = CompiledGuards(brk.guards, self.argnames, self.fn.__globals__, self.fn.__closure__)
+        if guards is not None:
+            self.entries.append(CacheEntry(guards, self.fn, "eager", reason=reason))
+            self._refresh()
+        return self.fn
+
+    def _miss_reason(self, values) -> str:
+        failure = self.entries[-1].guards.first_failure(values)
+        if failure is None:
+            return "no entry matched"
+        where = f" (guard from {failure.user_location})" if failure.user_location else ""
+        return f"guard failed: {failure.describe()}{where}"
+
+    def _log_capture(self, entry: CacheEntry) -> None:
+        if entry.graph_module is not None:
+            logger("graph").debug("graph %s for %s:\n%s", entry.graph_name, self.code.co_qualname,
+                                  entry.graph_module.code)
+        logger("guards").debug("guards for %s:\n%s", self.code.co_qualname, entry.guards.source)
+        logger("perf").debug("captured %s in %.2f ms", self.code.co_qualname, entry.capture_seconds * 1e3)
+
+
+class RecompileLimitWarning(UserWarning):
+    """A compiled function exceeded `config.cache_size_limit` and now runs eagerly on misses."""
+
+
+def reset_all() -> None:
+    for state in list(_live):
+        state.reset()

@@ -1,0 +1,110 @@
+"""Capture of one frame: trace the root function, compile its graph with the backend,
+and generate the transformed code object that calls the graph and rebuilds the return
+value. The result is everything a cache entry needs.
+"""
+from __future__ import annotations
+
+import itertools
+import time
+import types
+from dataclasses import dataclass
+
+import torch.fx
+
+from .. import config
+from .._bytecode.assemble import make_code
+from ..errors import GraphBreak
+from ..graph.codegen import PyCodegen
+from ..graph.output_graph import OutputGraph
+from ..guards.sources import ClosureSource, GlobalsDictSource, LocalSource
+from ..vars.containers import BaseListVariable, DictVariable
+from ..vars.functions import CellVariable
+from ..vars.tensor import TensorVariable
+from .translator import Translator
+
+_graph_ids = itertools.count()
+
+
+@dataclass
+class Capture:
+    """What one successful trace produced."""
+
+    fn: types.FunctionType           # transformed function, same signature as the original
+    guards: list                      # Guard objects, in the order they were installed
+    graph_module: torch.fx.GraphModule | None
+    graph_name: str | None
+    seconds: float
+
+
+def argument_names(code: types.CodeType) -> tuple[str, ...]:
+    """Names of all argument locals in `co_varnames` order (incl. *args and **kwargs)."""
+    n = code.co_argcount + code.co_kwonlyargcount
+    n += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)
+    return code.co_varnames[:n]
+
+
+def capture(fn: types.FunctionType, values: tuple, backend) -> Capture:
+    """Trace `fn` called with argument locals `values`; raises GraphBreak / UserCodeRaisesError."""
+    start = time.perf_counter()
+    code = fn.__code__
+    output = OutputGraph()
+    tx = Translator(code, fn.__globals__, GlobalsDictSource(), {}, {}, output)
+    output.current_tx = tx
+    for name, value in zip(argument_names(code), values):
+        tx.locals[name] = tx.wrap(value, LocalSource(name))
+    for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
+        source = ClosureSource(i, name)
+        try:
+            contents = tx.wrap(cell.cell_contents, source)
+        except ValueError:
+            contents = None
+        tx.cells[name] = CellVariable(name, contents, source)
+    try:
+        result = tx.run()
+    except GraphBreak as e:
+        e.guards = output.finish_guards()
+        raise
+    output.current_tx = tx
+    cg = PyCodegen(tx, code, tx.inst.lineno or code.co_firstlineno)
+    graph_name = _emit_graph_call(cg, output, result, fn, backend)
+    cg.reconstruct(result)
+    cg.return_value()
+    new_code = make_code(cg.instructions, like=code, name=code.co_name)
+    new_fn = types.FunctionType(new_code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
+    new_fn.__kwdefaults__ = fn.__kwdefaults__
+    return Capture(new_fn, output.finish_guards(), cg.graph_module, graph_name, time.perf_counter() - start)
+
+
+def _emit_graph_call(cg: PyCodegen, output: OutputGraph, result, fn, backend) -> str | None:
+    """Compile the graph (if it has any op) and emit the call to it; returns its global name."""
+    graph = output.graph
+    outputs = []
+    _collect_graph_tensors(result, outputs, cg.graph_outputs)
+    has_ops = any(node.op not in ("placeholder",) for node in graph.nodes)
+    if not has_ops:
+        return None
+    graph.output(tuple(vt.node for vt in outputs))
+    if config.debug:
+        graph.lint()
+    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    example_inputs = [real for _, _, real in output.inputs]
+    compiled = backend(gm, example_inputs)
+    name = f"__bg_graph_{next(_graph_ids)}"
+    fn.__globals__[name] = compiled
+    cg.graph_module = gm
+    cg.call_graph(name, [src for src, _, _ in output.inputs])
+    return name
+
+
+def _collect_graph_tensors(vt, outputs: list, index: dict) -> None:
+    """Assign an output slot to every graph-computed tensor reachable from `vt`."""
+    if isinstance(vt, TensorVariable):
+        if vt.source is None and id(vt) not in index:
+            index[id(vt)] = len(outputs)
+            outputs.append(vt)
+    elif isinstance(vt, BaseListVariable):
+        for item in vt.items:
+            _collect_graph_tensors(item, outputs, index)
+    elif isinstance(vt, DictVariable):
+        for item in vt.items.values():
+            _collect_graph_tensors(item, outputs, index)

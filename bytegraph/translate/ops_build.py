@@ -1,0 +1,115 @@
+"""Opcode family: building and unpacking containers, strings, slices and functions."""
+from __future__ import annotations
+
+from ..vars.constant import ConstantVariable
+from ..vars.containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from ..vars.functions import NestedFunctionVariable
+from ..vars.iterators import iterator_of
+
+_CONVERSIONS = {0: None, 1: str, 2: repr, 3: ascii}
+
+
+class BuildOps:
+    def BUILD_TUPLE(self, inst):
+        self.stack.append(TupleVariable(self.popn(inst.arg)))
+
+    def BUILD_LIST(self, inst):
+        self.stack.append(ListVariable(self.popn(inst.arg)))
+
+    def BUILD_SET(self, inst):
+        self.stack.append(SetVariable(self.popn(inst.arg), tx=self))
+
+    def BUILD_MAP(self, inst):
+        flat = self.popn(2 * inst.arg)
+        result = DictVariable({})
+        for k, v in zip(flat[::2], flat[1::2]):
+            result.call_method(self, "__setitem__", [k, v], {})
+        self.stack.append(result)
+
+    def BUILD_CONST_KEY_MAP(self, inst):
+        keys = self.stack.pop().as_python_constant()
+        values = self.popn(inst.arg)
+        self.stack.append(DictVariable(dict(zip(keys, values))))
+
+    def BUILD_STRING(self, inst):
+        parts = self.popn(inst.arg)
+        self.stack.append(ConstantVariable("".join(p.as_python_constant() for p in parts)))
+
+    def BUILD_SLICE(self, inst):
+        parts = self.popn(inst.arg)
+        self.stack.append(self.call_builtin(slice, parts))
+
+    def LIST_APPEND(self, inst):
+        item = self.stack.pop()
+        self.stack[-inst.arg].items.append(item)
+
+    def SET_ADD(self, inst):
+        item = self.stack.pop()
+        self.stack[-inst.arg].call_method(self, "add", [item], {})
+
+    def MAP_ADD(self, inst):
+        value = self.stack.pop()
+        key = self.stack.pop()
+        self.stack[-inst.arg].call_method(self, "__setitem__", [key, value], {})
+
+    def LIST_EXTEND(self, inst):
+        iterable = self.stack.pop()
+        self.stack[-inst.arg].items.extend(iterator_of(self, iterable).unpack(self))
+
+    def SET_UPDATE(self, inst):
+        iterable = self.stack.pop()
+        self.stack[-inst.arg].call_method(self, "update", [iterable], {})
+
+    def DICT_UPDATE(self, inst):
+        other = self.stack.pop()
+        self.stack[-inst.arg].call_method(self, "update", [other], {})
+
+    def DICT_MERGE(self, inst):
+        other = self.stack.pop()
+        target = self.stack[-inst.arg]
+        if not isinstance(other, DictVariable):
+            self.unsupported(f"** unpacking of {other.describe()}", category="unsupported call")
+        for key in other.items:
+            if key in target.items:
+                self.raise_user_error(TypeError(f"got multiple values for keyword argument '{key}'"))
+        target.items.update(other.items)
+
+    def LIST_TO_TUPLE(self, inst):
+        self.stack.append(TupleVariable(self.stack.pop().items))
+
+    def UNPACK_SEQUENCE(self, inst):
+        items = iterator_of(self, self.stack.pop()).unpack(self)
+        if len(items) != inst.arg:
+            self.raise_user_error(ValueError(f"expected {inst.arg} values to unpack, got {len(items)}"))
+        self.stack.extend(reversed(items))
+
+    def UNPACK_EX(self, inst):
+        before, after = inst.arg & 0xFF, inst.arg >> 8
+        items = iterator_of(self, self.stack.pop()).unpack(self)
+        if len(items) < before + after:
+            self.raise_user_error(ValueError(
+                f"not enough values to unpack (expected at least {before + after}, got {len(items)})"))
+        middle = ListVariable(items[before:len(items) - after])
+        self.stack.extend(reversed([*items[:before], middle, *items[len(items) - after:]]))
+
+    def FORMAT_VALUE(self, inst):
+        spec = self.stack.pop().as_python_constant() if inst.arg & 0x04 else ""
+        value = self.stack.pop()
+        if not value.is_python_constant():
+            self.unsupported(f"formatting {value.describe()} into a string", category="unsupported call")
+        raw = value.as_python_constant()
+        conversion = _CONVERSIONS[inst.arg & 0x03]
+        if conversion is not None:
+            raw = conversion(raw)
+        self.stack.append(ConstantVariable(format(raw, spec)))
+
+    def MAKE_FUNCTION(self, inst):
+        code = self.stack.pop().as_python_constant()
+        flags = inst.arg
+        closure = self.stack.pop() if flags & 0x08 else None
+        if flags & 0x04:
+            self.stack.pop()  # annotations are not needed to trace calls
+        kwdefaults = self.stack.pop() if flags & 0x02 else None
+        defaults = self.stack.pop() if flags & 0x01 else None
+        self.stack.append(NestedFunctionVariable(code, self.f_globals, self.globals_source, defaults,
+                                                 kwdefaults, closure, code.co_qualname))

@@ -1,0 +1,70 @@
+"""Opcode family: calls (PRECALL/KW_NAMES/CALL, CALL_FUNCTION_EX) and `with` entry."""
+from __future__ import annotations
+
+from ..vars.base import VariableTracker
+from ..vars.containers import DictVariable
+from ..vars.iterators import iterator_of
+from ..vars.torch_functions import GradModeVariable
+from .ops_stack import NULL
+
+
+class WithExitVariable(VariableTracker):
+    """The `__exit__` that BEFORE_WITH leaves on the stack for a grad-mode context."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self, ctx):
+        super().__init__(None)
+        self.ctx = ctx
+
+    def python_type(self) -> type:
+        return type(self.ctx)
+
+    def call_function(self, tx, args, kwargs):
+        return self.ctx.exit(tx)
+
+
+class CallOps:
+    def PRECALL(self, inst):
+        pass
+
+    def KW_NAMES(self, inst):
+        self.kw_names = self.code.co_consts[inst.arg]
+
+    def CALL(self, inst):
+        nargs = inst.arg
+        args = self.popn(nargs)
+        fn = self.stack.pop()
+        below = self.stack.pop()
+        if below is not NULL:
+            fn, args = below, [fn, *args]
+        kwargs = {}
+        if self.kw_names:
+            names = self.kw_names
+            kwargs = dict(zip(names, args[len(args) - len(names):]))
+            args = args[:len(args) - len(names)]
+            self.kw_names = ()
+        self.stack.append(fn.call_function(self, args, kwargs))
+
+    def CALL_FUNCTION_EX(self, inst):
+        kwargs_vt = self.stack.pop() if inst.arg & 1 else DictVariable({})
+        args_vt = self.stack.pop()
+        fn = self.stack.pop()
+        if self.stack and self.stack[-1] is NULL:
+            self.stack.pop()
+        if not isinstance(kwargs_vt, DictVariable):
+            self.unsupported(f"** unpacking of {kwargs_vt.describe()}", category="unsupported call")
+        args = iterator_of(self, args_vt).unpack(self)
+        self.stack.append(fn.call_function(self, args, dict(kwargs_vt.items)))
+
+    def BEFORE_WITH(self, inst):
+        ctx = self.stack.pop()
+        if isinstance(ctx, GradModeVariable):
+            self.stack.append(WithExitVariable(ctx))
+            self.stack.append(ctx.enter(self))
+            return
+        enter = ctx.var_getattr(self, "__enter__")
+        exit_ = ctx.var_getattr(self, "__exit__")
+        self.stack.append(exit_)
+        self.stack.append(enter.call_function(self, [], {}))
+

@@ -1,0 +1,116 @@
+"""Opcode family: loads, stores and deletes of locals, globals, cells, attributes, items."""
+from __future__ import annotations
+
+import operator
+import types
+
+from ..vars.constant import ConstantVariable
+
+from .ops_stack import NULL
+
+
+class LoadStoreOps:
+    def LOAD_FAST(self, inst):
+        try:
+            self.stack.append(self.locals[inst.argval])
+        except KeyError:
+            self.raise_user_error(UnboundLocalError(
+                f"local variable '{inst.argval}' referenced before assignment"))
+
+    def STORE_FAST(self, inst):
+        self.locals[inst.argval] = self.stack.pop()
+
+    def DELETE_FAST(self, inst):
+        if self.locals.pop(inst.argval, None) is None:
+            self.raise_user_error(UnboundLocalError(f"local variable '{inst.argval}' referenced before assignment"))
+
+    def LOAD_CONST(self, inst):
+        self.stack.append(self.wrap_const(inst.argval))
+
+    def wrap_const(self, value):
+        from ..vars.builder import wrap_constant
+
+        if isinstance(value, types.CodeType):
+            return ConstantVariable(value)
+        return wrap_constant(value)
+
+    def LOAD_GLOBAL(self, inst):
+        if inst.arg & 1:
+            self.stack.append(NULL)
+        self.stack.append(self.load_global_value(inst.argval))
+
+    def STORE_GLOBAL(self, inst):
+        self.unsupported(f"assigning global '{inst.argval}'", category="side effect",
+                         hint="writes to globals are not captured yet; return the value instead")
+
+    DELETE_GLOBAL = STORE_GLOBAL
+
+    def LOAD_DEREF(self, inst):
+        cell = self.cells[inst.argval]
+        if cell.contents is None:
+            self.raise_user_error(NameError(
+                f"free variable '{inst.argval}' referenced before assignment in enclosing scope"))
+        self.stack.append(cell.contents)
+
+    LOAD_CLASSDEREF = LOAD_DEREF
+
+    def STORE_DEREF(self, inst):
+        cell = self.cells[inst.argval]
+        if cell.source is not None:
+            self.unsupported(f"assigning closure variable '{inst.argval}' of an enclosing function",
+                             category="side effect", hint="nonlocal writes to outer frames are not captured yet")
+        cell.contents = self.stack.pop()
+
+    def DELETE_DEREF(self, inst):
+        cell = self.cells[inst.argval]
+        if cell.source is not None:
+            self.unsupported(f"deleting closure variable '{inst.argval}'", category="side effect")
+        cell.contents = None
+
+    def LOAD_CLOSURE(self, inst):
+        self.stack.append(self.cells[inst.argval])
+
+    def LOAD_ATTR(self, inst):
+        obj = self.stack.pop()
+        self.stack.append(obj.var_getattr(self, inst.argval))
+
+    def LOAD_METHOD(self, inst):
+        obj = self.stack.pop()
+        self.stack.append(NULL)
+        self.stack.append(obj.var_getattr(self, inst.argval))
+
+    def STORE_ATTR(self, inst):
+        obj = self.stack.pop()
+        self.stack.pop()
+        self.unsupported(f"setting attribute '{inst.argval}' of {obj.describe()}", category="side effect",
+                         hint="attribute writes are not captured yet")
+
+    def DELETE_ATTR(self, inst):
+        obj = self.stack.pop()
+        self.unsupported(f"deleting attribute '{inst.argval}' of {obj.describe()}", category="side effect")
+
+    def BINARY_SUBSCR(self, inst):
+        key = self.stack.pop()
+        obj = self.stack.pop()
+        self.stack.append(self.call_builtin(operator.getitem, [obj, key]))
+
+    def STORE_SUBSCR(self, inst):
+        key = self.stack.pop()
+        obj = self.stack.pop()
+        value = self.stack.pop()
+        self.call_builtin(operator.setitem, [obj, key, value])
+
+    def DELETE_SUBSCR(self, inst):
+        key = self.stack.pop()
+        obj = self.stack.pop()
+        self.call_builtin(operator.delitem, [obj, key])
+
+    def LOAD_ASSERTION_ERROR(self, inst):
+        from ..vars.objects import ClassVariable
+
+        self.stack.append(ClassVariable(AssertionError))
+
+    def call_builtin(self, fn, args: list, kwargs: dict | None = None):
+        from ..vars.builtins import BuiltinVariable
+
+        return BuiltinVariable(fn).call_function(self, args, kwargs or {})

@@ -1,0 +1,58 @@
+"""Opcode family: stack manipulation, frame prologue and return."""
+from __future__ import annotations
+
+
+class NullVariable:
+    """The NULL that 3.11 pushes below a callable (PUSH_NULL, LOAD_GLOBAL with flag)."""
+
+    __slots__ = ()
+    source = None
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL = NullVariable()
+
+
+class StackOps:
+    def push(self, vt) -> None:
+        self.stack.append(vt)
+
+    def pop(self):
+        return self.stack.pop()
+
+    def popn(self, n: int) -> list:
+        if n == 0:
+            return []
+        items = self.stack[-n:]
+        del self.stack[-n:]
+        return items
+
+    def NOP(self, inst):
+        pass
+
+    RESUME = CACHE = EXTENDED_ARG = NOP
+
+    def POP_TOP(self, inst):
+        self.stack.pop()
+
+    def PUSH_NULL(self, inst):
+        self.stack.append(NULL)
+
+    def COPY(self, inst):
+        self.stack.append(self.stack[-inst.arg])
+
+    def SWAP(self, inst):
+        stack = self.stack
+        stack[-1], stack[-inst.arg] = stack[-inst.arg], stack[-1]
+
+    def RETURN_VALUE(self, inst):
+        self.return_value = self.stack.pop()
+
+    def MAKE_CELL(self, inst):
+        name = inst.argval
+        self.cells[name] = self.new_cell(name, self.locals.pop(name, None))
+
+    def COPY_FREE_VARS(self, inst):
+        pass  # the frame's cells for free variables are set up before the first instruction

@@ -1,0 +1,152 @@
+"""The instruction translator: symbolic execution of one code object over trackers.
+
+A `Translator` owns a stack, the fast locals and the cells of one frame, and walks
+the frame's decoded instructions through a dispatch table indexed by opcode (built
+from the `ops_*` families). Calls to user Python functions are inlined by running a
+child translator that shares the parent's `OutputGraph`.
+"""
+from __future__ import annotations
+
+import dis
+
+from .. import config
+from .._bytecode.instructions import instructions_of
+from ..errors import GraphBreak, UserCodeRaisesError
+from ..guards.guard import Guard, GuardKind
+from ..guards.sources import global_source
+from ..vars import builder
+from ..vars.functions import CellVariable
+from .ops_build import BuildOps
+from .ops_calls import CallOps
+from .ops_jumps import JumpOps
+from .ops_load_store import LoadStoreOps
+from .ops_operators import OperatorOps
+from .ops_stack import StackOps
+
+
+class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps):
+    def __init__(self, code, f_globals: dict, globals_source, local_vars: dict, cells: dict,
+                 output, parent: "Translator | None" = None):
+        self.code = code
+        self.instructions = instructions_of(code)
+        self.f_globals = f_globals
+        self.globals_source = globals_source
+        self.f_builtins = _builtins_of(f_globals)
+        self.locals = local_vars
+        self.cells = cells
+        self.output = output
+        self.parent = parent
+        self.depth = 0 if parent is None else parent.depth + 1
+        self.stack: list = []
+        self.ip = 0
+        self.inst = None
+        self.kw_names: tuple = ()
+        self.return_value = None
+
+    # ---- running ---------------------------------------------------------------------
+    def run(self):
+        """Execute until RETURN_VALUE; returns the tracker of the returned value."""
+        instructions = self.instructions
+        dispatch = DISPATCH
+        previous = self.output.current_tx
+        self.output.current_tx = self
+        try:
+            while self.return_value is None:
+                inst = instructions[self.ip]
+                self.inst = inst
+                self.ip += 1
+                dispatch[inst.opcode](self, inst)
+        finally:
+            self.output.current_tx = previous
+        return self.return_value
+
+    def inline_call(self, fn_vt, args: list, kwargs: dict):
+        """Trace a call of user function `fn_vt` in a child translator and return its result."""
+        code = fn_vt.get_code()
+        if code.co_flags & (0x20 | 0x80 | 0x100 | 0x200):
+            self.unsupported(f"calling generator or coroutine function {code.co_qualname}",
+                             category="unsupported call",
+                             hint="generators are not traced; materialize the values outside")
+        if self.depth + 1 > config.inline_depth_limit:
+            self.unsupported(f"inlining depth limit ({config.inline_depth_limit}) reached calling "
+                             f"{code.co_qualname}", category="inline depth",
+                             hint="raise bytegraph.config.inline_depth_limit or reduce recursion")
+        bound = fn_vt.bind_args(self, args, kwargs)
+        cells = {cell.name: cell for cell in fn_vt.closure_cells(self)}
+        f_globals, globals_src = fn_vt.globals_and_source()
+        child = Translator(code, f_globals, globals_src, bound, cells, self.output, parent=self)
+        return child.run()
+
+    # ---- services for trackers ------------------------------------------------------
+    def wrap(self, value, source=None, guard: bool = True):
+        return builder.wrap(self, value, source, guard)
+
+    def location(self) -> str:
+        lineno = self.inst.lineno if self.inst is not None else self.code.co_firstlineno
+        return f"{self.code.co_filename}:{lineno}"
+
+    def user_stack(self) -> list[str]:
+        frames = []
+        tx = self
+        while tx is not None:
+            frames.append(f"{tx.location()} in {tx.code.co_name}")
+            tx = tx.parent
+        return frames
+
+    def stack_trace(self) -> str:
+        return "\n".join(f'  File "{f.rsplit(":", 1)[0]}", line {f.rsplit(":", 1)[1].split(" ")[0]}'
+                         for f in reversed(self.user_stack()))
+
+    def unsupported(self, reason: str, category: str = "unsupported", hint: str = ""):
+        raise GraphBreak(reason, self.location(), category, hint, self.user_stack())
+
+    def raise_user_error(self, exc: BaseException):
+        raise UserCodeRaisesError(f"{type(exc).__name__}: {exc}", self.location()) from exc
+
+    def guard_attr_presence(self, source, name: str, present: bool) -> None:
+        from ..guards.sources import AttrSource
+
+        if present:
+            return
+        self.output.add_guard(Guard(GuardKind.NOT_PRESENT, AttrSource(source, "__dict__"), name, self.location()))
+
+    def load_global_value(self, name: str):
+        """The tracker for global `name` (module globals, then builtins)."""
+        if name in self.f_globals:
+            return self.wrap(self.f_globals[name], global_source(self.globals_source, name))
+        if name in self.f_builtins:
+            self.output.add_guard(Guard(GuardKind.NOT_PRESENT, self.globals_source, name, self.location()))
+            return self.wrap(self.f_builtins[name], None)
+        self.raise_user_error(NameError(f"name '{name}' is not defined"))
+
+    def new_cell(self, name: str, contents=None) -> CellVariable:
+        return CellVariable(name, contents)
+
+
+def _builtins_of(f_globals: dict) -> dict:
+    b = f_globals.get("__builtins__", __builtins__)
+    return b if isinstance(b, dict) else b.__dict__
+
+
+def _build_dispatch():
+    from .unsupported import UNSUPPORTED_OPCODES
+
+    table = [None] * 256
+    for name, opcode in dis.opmap.items():
+        handler = getattr(Translator, name, None)
+        if handler is None:
+            reason = UNSUPPORTED_OPCODES[name]
+            handler = _unsupported_handler(name, reason)
+        table[opcode] = handler
+    return table
+
+
+def _unsupported_handler(name: str, reason: str):
+    def handler(tx, inst):
+        tx.unsupported(f"{name}: {reason}", category="unsupported bytecode")
+    handler.__name__ = name
+    return handler
+
+
+HANDLED_OPCODES = frozenset(name for name in dis.opmap if hasattr(Translator, name))
+DISPATCH = _build_dispatch()

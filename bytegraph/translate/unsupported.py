@@ -1,0 +1,44 @@
+"""`UNSUPPORTED_OPCODES`: every 3.11 opcode the translator does not handle, with why.
+
+A test checks that handled opcodes and this table together cover `dis.opmap`.
+"""
+from __future__ import annotations
+
+_EXCEPTION_PATH = ("only runs while an exception propagates; a traced frame that raises "
+                   "is run eagerly instead")
+_GENERATOR = "generators and coroutines are not traced; their frames run eagerly"
+_MODULE_LEVEL = "only appears in module or class bodies, which are not compiled"
+
+UNSUPPORTED_OPCODES = {
+    "PUSH_EXC_INFO": _EXCEPTION_PATH,
+    "POP_EXCEPT": _EXCEPTION_PATH,
+    "RERAISE": _EXCEPTION_PATH,
+    "CHECK_EXC_MATCH": _EXCEPTION_PATH,
+    "CHECK_EG_MATCH": _EXCEPTION_PATH,
+    "PREP_RERAISE_STAR": _EXCEPTION_PATH,
+    "WITH_EXCEPT_START": _EXCEPTION_PATH,
+    "RETURN_GENERATOR": _GENERATOR,
+    "YIELD_VALUE": _GENERATOR,
+    "SEND": _GENERATOR,
+    "GET_YIELD_FROM_ITER": _GENERATOR,
+    "ASYNC_GEN_WRAP": _GENERATOR,
+    "GET_AWAITABLE": _GENERATOR,
+    "GET_AITER": _GENERATOR,
+    "GET_ANEXT": _GENERATOR,
+    "END_ASYNC_FOR": _GENERATOR,
+    "BEFORE_ASYNC_WITH": _GENERATOR,
+    "LOAD_NAME": _MODULE_LEVEL,
+    "STORE_NAME": _MODULE_LEVEL,
+    "DELETE_NAME": _MODULE_LEVEL,
+    "SETUP_ANNOTATIONS": _MODULE_LEVEL,
+    "IMPORT_STAR": _MODULE_LEVEL,
+    "LOAD_BUILD_CLASS": "defining a class inside a compiled function is not captured",
+    "PRINT_EXPR": "only used by the interactive interpreter",
+    "IMPORT_NAME": "imports run module code; do them outside the compiled function",
+    "IMPORT_FROM": "imports run module code; do them outside the compiled function",
+    "MATCH_CLASS": "structural pattern matching is not captured",
+    "MATCH_MAPPING": "structural pattern matching is not captured",
+    "MATCH_SEQUENCE": "structural pattern matching is not captured",
+    "MATCH_KEYS": "structural pattern matching is not captured",
+    "GET_LEN": "structural pattern matching is not captured",
+}

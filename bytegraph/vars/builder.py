@@ -1,0 +1,180 @@
+"""`wrap(tx, value, source)`: the one place that turns a real Python value into a
+tracker and installs the guards that make the trace valid for it.
+
+Also builds trackers for values computed at trace time: folded constants
+(`fold_call`) and graph-op results (`wrap_op_result`, from fake example values).
+Trackers built from a source are memoized per source for the whole capture, so one
+global read twice is one tracker with one set of guards.
+"""
+from __future__ import annotations
+
+import collections
+import enum
+import functools
+import types
+
+import torch
+
+from ..guards.guard import Guard, GuardKind
+from ..guards.sources import AttrSource, ItemSource
+from .base import VariableTracker
+from .builtins import BuiltinVariable, is_builtin
+from .constant import ConstantVariable, is_constant_value
+from .containers import DictVariable, ListVariable, NamedTupleVariable, SetVariable, SizeVariable, TupleVariable
+from .functions import BoundMethodVariable, PartialVariable, UserFunctionVariable
+from .objects import ClassVariable, PythonModuleVariable, UserObjectVariable
+from .tensor import TensorVariable
+from .torch_functions import TorchFunctionVariable, TorchSpecialVariable, is_graph_op, is_special
+
+
+def wrap(tx, value, source=None, guard: bool = True) -> VariableTracker:
+    """A tracker for the real `value` found at `source` (None: made during tracing)."""
+    if source is not None:
+        cached = tx.output.tracked.get(source)
+        if cached is not None:
+            return cached
+    vt = _build(tx, value, source, guard and source is not None)
+    if source is not None:
+        tx.output.tracked[source] = vt
+    return vt
+
+
+def _guard(tx, do_guard: bool, kind: GuardKind, source, expected=None) -> None:
+    if do_guard:
+        tx.output.add_guard(Guard(kind, source, expected, tx.location()))
+
+
+def _build(tx, value, source, do_guard: bool) -> VariableTracker:
+    if isinstance(value, torch.Tensor):
+        if source is None:
+            tx.unsupported("a tensor reached without a source (e.g. a constant tensor attribute "
+                           "of an object created in the compiled function)", category="unsupported value")
+        return tx.output.add_input(source, value)
+    value_type = type(value)
+    if is_constant_value(value) and not isinstance(value, enum.Enum):
+        _guard(tx, do_guard, GuardKind.CONSTANT_MATCH, source, value)
+        return ConstantVariable(value, source)
+    if value_type is torch.Size:
+        _guard(tx, do_guard, GuardKind.CONSTANT_MATCH, source, value)
+        return SizeVariable([ConstantVariable(v) for v in value], source)
+    if value_type in (tuple, list) or (isinstance(value, tuple) and hasattr(value_type, "_fields")):
+        _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, value_type)
+        _guard(tx, do_guard, GuardKind.LEN_MATCH, source, len(value))
+        items = [wrap(tx, v, ItemSource(source, i) if source is not None else None, do_guard)
+                 for i, v in enumerate(value)]
+        if value_type is list:
+            return ListVariable(items, source)
+        if value_type is tuple:
+            return TupleVariable(items, source)
+        return NamedTupleVariable(items, value_type, source)
+    if value_type in (dict, collections.OrderedDict):
+        if not all(is_constant_value(k) for k in value):
+            tx.unsupported("a dict with non-constant keys", category="unsupported value")
+        _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, value_type)
+        _guard(tx, do_guard, GuardKind.DICT_KEYS, source, tuple(value))
+        items = {k: wrap(tx, v, ItemSource(source, k) if source is not None else None, do_guard)
+                 for k, v in value.items()}
+        return DictVariable(items, source, value_type)
+    if value_type is set:
+        _guard(tx, do_guard, GuardKind.CONSTANT_MATCH, source, frozenset(value))
+        _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, set)
+        return SetVariable([ConstantVariable(v) for v in value], source, tx)
+    return _build_object(tx, value, source, do_guard)
+
+
+def _build_object(tx, value, source, do_guard: bool) -> VariableTracker:
+    original = getattr(value, "__bg_original__", None)
+    if original is not None:
+        _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
+        return UserFunctionVariable(original, None)
+    if is_special(value):
+        _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
+        return TorchSpecialVariable(value, source)
+    if is_graph_op(value):
+        _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
+        return TorchFunctionVariable(value, source)
+    if is_builtin(value):
+        _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
+        return BuiltinVariable(value, source)
+    if isinstance(value, types.FunctionType):
+        _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
+        return UserFunctionVariable(value, source)
+    if isinstance(value, types.MethodType):
+        fn = wrap(tx, value.__func__, AttrSource(source, "__func__") if source else None, do_guard)
+        obj = wrap(tx, value.__self__, AttrSource(source, "__self__") if source else None, do_guard)
+        return BoundMethodVariable(fn, obj, source)
+    if isinstance(value, types.ModuleType):
+        _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
+        return PythonModuleVariable(value, source)
+    if isinstance(value, type):
+        _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
+        return ClassVariable(value, source)
+    if isinstance(value, enum.Enum):
+        _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
+        return ConstantVariable(value, source)
+    if type(value) is functools.partial:
+        _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, functools.partial)
+        sub = (lambda name: AttrSource(source, name)) if source is not None else (lambda name: None)
+        fn = wrap(tx, value.func, sub("func"), do_guard)
+        args = wrap(tx, value.args, sub("args"), do_guard)
+        kwargs = wrap(tx, value.keywords, sub("keywords"), do_guard)
+        return PartialVariable(fn, args.items, kwargs.items, source)
+    if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType, types.MethodWrapperType,
+                          types.WrapperDescriptorType, types.MethodDescriptorType)):
+        tx.unsupported(f"calling C function {getattr(value, '__qualname__', value)!s}, which bytegraph "
+                       "does not know", category="unsupported call",
+                       hint="move the call outside the compiled function")
+    if source is None:
+        tx.unsupported(f"an object of type {type(value).__qualname__} made outside the trace without a source",
+                       category="unsupported value")
+    _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, type(value))
+    return UserObjectVariable(value, source)
+
+
+def fold_call(tx, fn, args, kwargs, what: str, wrap_result=None) -> VariableTracker:
+    """Call a pure function on constant trackers at trace time and wrap its result."""
+    if not all(a.is_python_constant() for a in args) or not all(v.is_python_constant() for v in kwargs.values()):
+        tx.unsupported(f"{what}() on values that are not Python constants: "
+                       + ", ".join(a.describe() for a in [*args, *kwargs.values()]),
+                       category="unsupported call")
+    try:
+        result = fn(*[a.as_python_constant() for a in args],
+                    **{k: v.as_python_constant() for k, v in kwargs.items()})
+    except Exception as e:  # the user's own code raises: reported as such, frame runs eagerly
+        tx.raise_user_error(e)
+    return (wrap_result or wrap_constant)(result)
+
+
+def wrap_constant(value) -> VariableTracker:
+    """A tracker for a value computed at trace time from constants."""
+    if type(value) is torch.Size:
+        return SizeVariable([ConstantVariable(v) for v in value])
+    if type(value) in (tuple, list):
+        items = [wrap_constant(v) for v in value]
+        return TupleVariable(items) if type(value) is tuple else ListVariable(items)
+    if type(value) is dict:
+        return DictVariable({k: wrap_constant(v) for k, v in value.items()})
+    if is_constant_value(value) or isinstance(value, enum.Enum):
+        return ConstantVariable(value)
+    if isinstance(value, type):
+        return ClassVariable(value)
+    raise TypeError(f"cannot wrap {type(value).__qualname__} computed at trace time")
+
+
+def wrap_op_result(tx, node, example) -> VariableTracker:
+    """The tracker for the output of graph op `node` whose fake result is `example`."""
+    import operator
+
+    if isinstance(example, torch.Tensor):
+        return TensorVariable(node, example)
+    if isinstance(example, (tuple, list)):
+        items = []
+        for i, item in enumerate(example):
+            if isinstance(item, torch.Tensor):
+                items.append(TensorVariable(tx.output.graph.call_function(operator.getitem, (node, i)), item))
+            else:
+                items.append(wrap_constant(item))
+        if hasattr(type(example), "__match_args__") or hasattr(type(example), "_fields"):
+            return NamedTupleVariable(items, type(example))
+        return TupleVariable(items) if isinstance(example, tuple) else ListVariable(items)
+    return wrap_constant(example)

@@ -1,0 +1,536 @@
+"""Builtin functions, builtin types and `operator.*`: one declarative table
+(callable -> handler). Handlers get `(tx, args, kwargs)` trackers and return a tracker.
+
+Policy, in order: a tensor operand makes a graph op (operators) or breaks (data-
+dependent builtins); all-constant operands are folded by calling the real builtin;
+containers are handled structurally.
+"""
+from __future__ import annotations
+
+import builtins
+import functools
+import math
+import operator
+
+import torch
+
+from .base import VariableTracker
+from .constant import ConstantVariable
+from .containers import (BaseListVariable, DictVariable, ListVariable, SetVariable, SizeVariable,
+                         TupleVariable)
+from .iterators import (EnumerateIteratorVariable, IteratorVariable, ListIteratorVariable,
+                        MapIteratorVariable, ZipIteratorVariable, iterator_of)
+from .tensor import TensorVariable
+
+HANDLERS: dict = {}
+
+
+def handles(*fns):
+    def register(handler):
+        for fn in fns:
+            HANDLERS[fn] = handler
+        return handler
+    return register
+
+
+class BuiltinVariable(VariableTracker):
+    """A builtin function or type, or an `operator`/`math` function."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self):
+        return self.fn
+
+    def call_function(self, tx, args, kwargs):
+        handler = HANDLERS.get(self.fn)
+        if handler is None:
+            tx.unsupported(f"builtin {self.describe()}", category="unsupported builtin")
+        return handler(tx, self.fn, args, kwargs)
+
+    def var_getattr(self, tx, name):
+        if isinstance(self.fn, type):
+            from .objects import ClassVariable
+
+            return ClassVariable(self.fn, self.source).var_getattr(tx, name)
+        return super().var_getattr(tx, name)
+
+    def describe(self) -> str:
+        return getattr(self.fn, "__qualname__", repr(self.fn))
+
+
+def is_builtin(value) -> bool:
+    try:
+        return value in HANDLERS
+    except TypeError:
+        return False
+
+
+def _consts(args) -> bool:
+    return all(a.is_python_constant() for a in args)
+
+
+def _any_tensor(args) -> bool:
+    return any(isinstance(a, TensorVariable) for a in args)
+
+
+# ---- operators ---------------------------------------------------------------------
+
+_BINARY = (operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+           operator.mod, operator.pow, operator.matmul, operator.and_, operator.or_, operator.xor,
+           operator.lshift, operator.rshift)
+_INPLACE = (operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
+            operator.imod, operator.ipow, operator.imatmul, operator.iand, operator.ior, operator.ixor,
+            operator.ilshift, operator.irshift)
+_COMPARE = (operator.lt, operator.le, operator.eq, operator.ne, operator.gt, operator.ge)
+_UNARY = (operator.neg, operator.pos, operator.invert, operator.abs, builtins.abs)
+INPLACE_TO_BINARY = dict(zip(_INPLACE, _BINARY))
+
+
+@handles(*_BINARY, *_COMPARE, *_UNARY)
+def _operator(tx, fn, args, kwargs):
+    if _any_tensor(args):
+        target = operator.abs if fn is builtins.abs else fn
+        return tx.output.call_op("call_function", target, args, kwargs)
+    if _consts(args):
+        return fold(tx, fn, args, kwargs)
+    return _sequence_operator(tx, fn, args)
+
+
+@handles(*_INPLACE)
+def _inplace_operator(tx, fn, args, kwargs):
+    a, b = args
+    if isinstance(a, TensorVariable):
+        return tx.output.call_op("call_function", fn, args, kwargs)
+    if isinstance(a, ListVariable) and fn is operator.iadd:
+        return a.call_method(tx, "__iadd__", [b.unpack(tx)], {})
+    return _operator(tx, INPLACE_TO_BINARY[fn], args, kwargs)
+
+
+def _sequence_operator(tx, fn, args):
+    if len(args) == 2:
+        a, b = args
+        if fn is operator.add and isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable) \
+                and issubclass(b.python_type(), a.python_type()) or (
+                fn is operator.add and isinstance(a, TupleVariable) and isinstance(b, TupleVariable)):
+            kind = ListVariable if isinstance(a, ListVariable) else TupleVariable
+            return kind(a.items + b.items)
+        if fn is operator.mul and isinstance(a, BaseListVariable) and b.is_python_constant():
+            return a.new_like(a.items * b.as_python_constant())
+        if fn is operator.mul and isinstance(b, BaseListVariable) and a.is_python_constant():
+            return b.new_like(b.items * a.as_python_constant())
+        if fn in (operator.eq, operator.ne):
+            return _equality(tx, fn, a, b)
+    tx.unsupported(f"operator {fn.__name__} on " + ", ".join(a.describe() for a in args),
+                   category="unsupported operator")
+
+
+def _equality(tx, fn, a, b):
+    if isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable):
+        if len(a.items) != len(b.items) or not issubclass(a.python_type(), tuple) == issubclass(
+                b.python_type(), tuple):
+            return ConstantVariable(fn is operator.ne)
+        for x, y in zip(a.items, b.items):
+            if not _operator(tx, operator.eq, [x, y], {}).truth(tx):
+                return ConstantVariable(fn is operator.ne)
+        return ConstantVariable(fn is operator.eq)
+    if a is b:
+        return ConstantVariable(fn is operator.eq)
+    if a.is_python_constant() != b.is_python_constant():
+        return ConstantVariable(fn is operator.ne)
+    tx.unsupported(f"comparing {a.describe()} with {b.describe()}", category="unsupported operator")
+
+
+@handles(operator.is_, operator.is_not)
+def _identity(tx, fn, args, kwargs):
+    a, b = args
+    if a is b:
+        same = True
+    elif isinstance(a, ConstantVariable) and isinstance(b, ConstantVariable):
+        same = a.value is b.value
+    elif a.source is None or b.source is None:
+        same = False
+    elif isinstance(a, ConstantVariable) or isinstance(b, ConstantVariable):
+        same = False
+    else:
+        tx.unsupported("`is` between two values read from outside", category="unsupported operator")
+    return ConstantVariable(same if fn is operator.is_ else not same)
+
+
+@handles(operator.not_)
+def _not(tx, fn, args, kwargs):
+    return ConstantVariable(not args[0].truth(tx))
+
+
+@handles(operator.truth, builtins.bool)
+def _bool(tx, fn, args, kwargs):
+    if not args:
+        return ConstantVariable(False)
+    return ConstantVariable(args[0].truth(tx))
+
+
+@handles(operator.contains)
+def _contains(tx, fn, args, kwargs):
+    container, item = args
+    if isinstance(container, DictVariable):
+        return container.call_method(tx, "__contains__", [item], {})
+    if isinstance(container, TensorVariable):
+        tx.unsupported("`in` on a tensor depends on tensor data", category="data-dependent")
+    if _consts(args):
+        return fold(tx, fn, args, kwargs)
+    for element in container.unpack(tx):
+        if element is item:
+            return ConstantVariable(True)
+    if item.is_python_constant() and all(e.is_python_constant() or isinstance(e, TensorVariable)
+                                         for e in container.unpack(tx)):
+        value = item.as_python_constant()
+        return ConstantVariable(any(e.is_python_constant() and e.as_python_constant() == value
+                                    for e in container.unpack(tx)))
+    tx.unsupported(f"`in` on {container.describe()}", category="unsupported operator")
+
+
+@handles(operator.getitem)
+def _getitem(tx, fn, args, kwargs):
+    obj, key = args
+    if isinstance(obj, TensorVariable):
+        return tx.output.call_op("call_function", operator.getitem, args, {})
+    if isinstance(obj, DictVariable):
+        return obj.getitem(tx, key)
+    if isinstance(obj, BaseListVariable):
+        if isinstance(key, TensorVariable):
+            tx.unsupported("indexing a Python list with a tensor", category="data-dependent")
+        index = key.as_python_constant()
+        if isinstance(index, slice):
+            return obj.new_like(obj.items[index]) if not isinstance(obj, SizeVariable) \
+                else SizeVariable(obj.items[index])
+        try:
+            return obj.items[index]
+        except IndexError as e:
+            tx.raise_user_error(e)
+        except TypeError as e:
+            tx.raise_user_error(e)
+    if _consts(args):
+        return fold(tx, fn, args, kwargs)
+    return obj.call_method(tx, "__getitem__", [key], {})
+
+
+@handles(operator.setitem)
+def _setitem(tx, fn, args, kwargs):
+    obj, key, value = args
+    if isinstance(obj, TensorVariable):
+        tx.output.call_op("call_function", operator.setitem, args, {})
+        return ConstantVariable(None)
+    return obj.call_method(tx, "__setitem__", [key, value], {})
+
+
+@handles(operator.delitem)
+def _delitem(tx, fn, args, kwargs):
+    obj, key = args
+    return obj.call_method(tx, "__delitem__", [key], {})
+
+
+@handles(operator.index)
+def _index(tx, fn, args, kwargs):
+    return fold(tx, fn, args, kwargs)
+
+
+@handles(operator.itemgetter, operator.attrgetter)
+def _getter_factory(tx, fn, args, kwargs):
+    return fold(tx, fn, args, kwargs, wrap_result=lambda v: GetterVariable(v))
+
+
+class GetterVariable(VariableTracker):
+    """An `operator.itemgetter`/`attrgetter` object with constant keys."""
+
+    __slots__ = ("getter",)
+
+    def __init__(self, getter):
+        super().__init__(None)
+        self.getter = getter
+
+    def python_type(self) -> type:
+        return type(self.getter)
+
+    def call_function(self, tx, args, kwargs):
+        (obj,) = args
+        fields = self.getter.__reduce__()[1]
+        if isinstance(self.getter, operator.itemgetter):
+            got = [_getitem(tx, operator.getitem, [obj, ConstantVariable(k)], {}) for k in fields]
+        else:
+            got = []
+            for path in fields:
+                value = obj
+                for part in path.split("."):
+                    value = value.var_getattr(tx, part)
+                got.append(value)
+        return got[0] if len(got) == 1 else TupleVariable(got)
+
+
+# ---- builtin functions ---------------------------------------------------------------
+
+@handles(builtins.len, operator.length_hint)
+def _len(tx, fn, args, kwargs):
+    (obj,) = args
+    if isinstance(obj, TensorVariable):
+        if obj.example.dim() == 0:
+            tx.raise_user_error(TypeError("len() of a 0-d tensor"))
+        return ConstantVariable(obj.example.shape[0])
+    if isinstance(obj, (BaseListVariable, DictVariable, SetVariable)):
+        return ConstantVariable(len(obj.items))
+    if obj.is_python_constant():
+        return fold(tx, builtins.len, args, kwargs)
+    return obj.call_method(tx, "__len__", [], {})
+
+
+@handles(builtins.isinstance)
+def _isinstance(tx, fn, args, kwargs):
+    obj, classes = args
+    cls = classes.as_python_constant()
+    try:
+        return ConstantVariable(_python_issubclass(obj.python_type(), cls))
+    except TypeError as e:
+        tx.raise_user_error(e)
+
+
+def _python_issubclass(t, cls) -> bool:
+    return issubclass(t, cls)
+
+
+@handles(builtins.issubclass)
+def _issubclass(tx, fn, args, kwargs):
+    return fold(tx, fn, args, kwargs)
+
+
+@handles(builtins.callable)
+def _callable(tx, fn, args, kwargs):
+    (obj,) = args
+    if obj.is_python_constant():
+        return fold(tx, fn, args, kwargs)
+    from .functions import BaseFunctionVariable, BoundMethodVariable, PartialVariable
+
+    callable_kinds = (BaseFunctionVariable, BoundMethodVariable, PartialVariable, BuiltinVariable)
+    return ConstantVariable(isinstance(obj, callable_kinds) or callable(getattr(obj.python_type(), "__call__", None))
+                            and not isinstance(obj, (TensorVariable, BaseListVariable, DictVariable)))
+
+
+@handles(builtins.type)
+def _type(tx, fn, args, kwargs):
+    if len(args) != 1:
+        tx.unsupported("type() with three arguments creates a class", category="unsupported builtin")
+    return tx.wrap(args[0].python_type(), None)
+
+
+@handles(builtins.getattr)
+def _getattr(tx, fn, args, kwargs):
+    obj, name = args[0], args[1].as_python_constant()
+    if len(args) == 3:
+        if not _has_attr(tx, obj, name):
+            return args[2]
+    return obj.var_getattr(tx, name)
+
+
+@handles(builtins.hasattr)
+def _hasattr(tx, fn, args, kwargs):
+    return ConstantVariable(_has_attr(tx, args[0], args[1].as_python_constant()))
+
+
+def _has_attr(tx, obj, name: str) -> bool:
+    from .objects import ClassVariable, PythonModuleVariable, UserObjectVariable
+
+    if isinstance(obj, ConstantVariable):
+        return hasattr(obj.value, name)
+    if isinstance(obj, TensorVariable):
+        return hasattr(obj.example, name)
+    if isinstance(obj, (PythonModuleVariable, UserObjectVariable, ClassVariable)):
+        real = obj.module if isinstance(obj, PythonModuleVariable) else (
+            obj.value if isinstance(obj, UserObjectVariable) else obj.cls)
+        present = hasattr(real, name)
+        if obj.source is not None:
+            tx.guard_attr_presence(obj.source, name, present)
+        return present
+    if isinstance(obj, (BaseListVariable, DictVariable, SetVariable)):
+        return hasattr(obj.python_type(), name)
+    tx.unsupported(f"hasattr() on {obj.describe()}", category="unsupported builtin")
+
+
+@handles(builtins.min, builtins.max)
+def _min_max(tx, fn, args, kwargs):
+    items = args[0].unpack(tx) if len(args) == 1 else list(args)
+    if kwargs.get("key") is not None:
+        keys = [kwargs["key"].call_function(tx, [i], {}) for i in items]
+    else:
+        keys = items
+    if not items:
+        if "default" in kwargs:
+            return kwargs["default"]
+        tx.raise_user_error(ValueError(f"{fn.__name__}() arg is an empty sequence"))
+    if all(k.is_python_constant() for k in keys):
+        values = [k.as_python_constant() for k in keys]
+        best = fn(range(len(values)), key=values.__getitem__)
+        return items[best]
+    tx.unsupported(f"{fn.__name__}() over tensors compares tensor values", category="data-dependent",
+                   hint=f"use torch.{fn.__name__}imum or torch.{fn.__name__} instead")
+
+
+@handles(builtins.sum)
+def _sum(tx, fn, args, kwargs):
+    items = args[0].unpack(tx)
+    start = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))
+    total = start
+    for item in items:
+        total = _operator(tx, operator.add, [total, item], {})
+    return total
+
+
+@handles(builtins.any, builtins.all)
+def _any_all(tx, fn, args, kwargs):
+    truths = []
+    for item in iterator_of(tx, args[0]).unpack(tx):
+        truths.append(item.truth(tx))
+        if truths[-1] == (fn is builtins.any):
+            break
+    return ConstantVariable(fn(truths))
+
+
+@handles(builtins.int, builtins.float, builtins.complex, builtins.str, builtins.repr, builtins.round,
+         builtins.divmod, builtins.pow, builtins.chr, builtins.ord, builtins.hash, builtins.format,
+         builtins.hex, builtins.oct, builtins.bin, builtins.ascii, *(
+             getattr(math, name) for name in dir(math) if callable(getattr(math, name))))
+def _folded(tx, fn, args, kwargs):
+    if _any_tensor(args):
+        tx.unsupported(f"{getattr(fn, '__name__', fn)}() on a tensor reads its value into Python",
+                       category="data-dependent", hint="keep the computation in torch ops")
+    return fold(tx, fn, args, kwargs)
+
+
+@handles(builtins.tuple, builtins.list)
+def _sequence_ctor(tx, fn, args, kwargs):
+    items = iterator_of(tx, args[0]).unpack(tx) if args else []
+    return TupleVariable(items) if fn is builtins.tuple else ListVariable(items)
+
+
+@handles(builtins.dict)
+def _dict_ctor(tx, fn, args, kwargs):
+    result = DictVariable({})
+    result.call_method(tx, "update", list(args), kwargs)
+    return result
+
+
+@handles(builtins.set, builtins.frozenset)
+def _set_ctor(tx, fn, args, kwargs):
+    items = iterator_of(tx, args[0]).unpack(tx) if args else []
+    if fn is builtins.frozenset:
+        return fold(tx, frozenset, [TupleVariable(items)], {})
+    return SetVariable(items, tx=tx)
+
+
+@handles(builtins.range, builtins.slice)
+def _range(tx, fn, args, kwargs):
+    if _any_tensor(args):
+        tx.unsupported(f"{fn.__name__}() with a tensor bound", category="data-dependent")
+    return fold(tx, fn, args, kwargs)
+
+
+@handles(builtins.iter)
+def _iter(tx, fn, args, kwargs):
+    return iterator_of(tx, args[0])
+
+
+@handles(builtins.next)
+def _next(tx, fn, args, kwargs):
+    it = args[0]
+    if not isinstance(it, IteratorVariable):
+        tx.raise_user_error(TypeError(f"{it.describe()} is not an iterator"))
+    item = it.next_item(tx)
+    if item is None:
+        if len(args) > 1:
+            return args[1]
+        tx.raise_user_error(StopIteration())
+    return item
+
+
+@handles(builtins.enumerate)
+def _enumerate(tx, fn, args, kwargs):
+    start = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))
+    return EnumerateIteratorVariable(iterator_of(tx, args[0]), start.as_python_constant())
+
+
+@handles(builtins.zip)
+def _zip(tx, fn, args, kwargs):
+    strict = kwargs.get("strict", ConstantVariable(False)).as_python_constant()
+    return ZipIteratorVariable([iterator_of(tx, a) for a in args], strict)
+
+
+@handles(builtins.map)
+def _map(tx, fn, args, kwargs):
+    return MapIteratorVariable(args[0], [iterator_of(tx, a) for a in args[1:]])
+
+
+@handles(builtins.filter)
+def _filter(tx, fn, args, kwargs):
+    pred, items = args[0], iterator_of(tx, args[1]).unpack(tx)
+    keep = [i for i in items if (i.truth(tx) if pred.is_python_constant() and pred.as_python_constant() is None
+                                 else pred.call_function(tx, [i], {}).truth(tx))]
+    return ListIteratorVariable(keep)
+
+
+@handles(builtins.reversed)
+def _reversed(tx, fn, args, kwargs):
+    (obj,) = args
+    if isinstance(obj, (IteratorVariable, SetVariable)):
+        tx.raise_user_error(TypeError(f"{obj.describe()} is not reversible"))
+    return ListIteratorVariable(list(reversed(obj.unpack(tx))))
+
+
+@handles(builtins.sorted)
+def _sorted(tx, fn, args, kwargs):
+    result = ListVariable(iterator_of(tx, args[0]).unpack(tx))
+    result.call_method(tx, "sort", [], kwargs)
+    return result
+
+
+@handles(functools.partial)
+def _partial(tx, fn, args, kwargs):
+    from .functions import PartialVariable
+
+    return PartialVariable(args[0], args[1:], kwargs)
+
+
+@handles(functools.reduce)
+def _reduce(tx, fn, args, kwargs):
+    func, items = args[0], iterator_of(tx, args[1]).unpack(tx)
+    if len(args) > 2:
+        acc = args[2]
+    elif items:
+        acc, items = items[0], items[1:]
+    else:
+        tx.raise_user_error(TypeError("reduce() of empty iterable with no initial value"))
+    for item in items:
+        acc = func.call_function(tx, [acc, item], {})
+    return acc
+
+
+@handles(builtins.print)
+def _print(tx, fn, args, kwargs):
+    tx.unsupported("print() writes to stdout", category="unsupported builtin",
+                   hint="printing inside a compiled function is not captured; print outside it")
+
+
+@handles(builtins.id)
+def _id(tx, fn, args, kwargs):
+    tx.unsupported("id() of a traced value", category="unsupported builtin")
+
+
+def fold(tx, fn, args, kwargs, wrap_result=None):
+    from .builder import fold_call
+
+    return fold_call(tx, fn, args, kwargs, getattr(fn, "__name__", repr(fn)), wrap_result=wrap_result)

@@ -1,0 +1,87 @@
+"""Immutable Python constants: None, bools, numbers, strings, bytes, ranges, slices,
+dtypes, devices, Ellipsis, and tuples of those folded by the tracer.
+
+Methods of these values are pure, so calls on constant arguments are folded by
+running the real method at trace time.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..errors import UserCodeRaisesError
+from .base import VariableTracker
+
+CONSTANT_TYPES = (type(None), bool, int, float, complex, str, bytes, range, slice,
+                  type(Ellipsis), type(NotImplemented), torch.dtype, torch.device,
+                  torch.memory_format, torch.layout)
+
+
+def is_constant_value(value) -> bool:
+    if type(value) in CONSTANT_TYPES:
+        return True
+    if type(value) in (tuple, frozenset):
+        return all(is_constant_value(v) for v in value)
+    return False
+
+
+class ConstantVariable(VariableTracker):
+    __slots__ = ("value",)
+
+    def __init__(self, value, source=None):
+        super().__init__(source)
+        self.value = value
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self):
+        return self.value
+
+    def truth(self, tx) -> bool:
+        return bool(self.value)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        try:
+            attr = getattr(self.value, name)
+        except AttributeError as e:
+            raise UserCodeRaisesError(str(e), tx.location()) from e
+        if callable(attr):
+            return ConstantMethodVariable(self, name)
+        return ConstantVariable(attr)
+
+    def unpack(self, tx) -> list:
+        if isinstance(self.value, (str, bytes, range, tuple, frozenset)):
+            return [ConstantVariable(v) for v in self.value]
+        return super().unpack(tx)
+
+    def reconstruct(self, cg) -> None:
+        cg.load_const(self.value)
+
+    def describe(self) -> str:
+        return repr(self.value)
+
+    def __repr__(self) -> str:
+        return f"ConstantVariable({self.value!r})"
+
+
+class ConstantMethodVariable(VariableTracker):
+    """A method of a constant (`"a,b".split`), folded when called on constants."""
+
+    __slots__ = ("obj", "name")
+
+    def __init__(self, obj: ConstantVariable, name: str):
+        super().__init__(None)
+        self.obj = obj
+        self.name = name
+
+    def python_type(self) -> type:
+        return type(getattr(self.obj.value, self.name))
+
+    def call_function(self, tx, args, kwargs):
+        from .builder import fold_call
+
+        return fold_call(tx, getattr(self.obj.value, self.name), args, kwargs,
+                         f"{self.obj.describe()}.{self.name}")

@@ -1,0 +1,408 @@
+"""Python containers: tuples, lists, torch.Size, namedtuples, dicts and sets.
+
+A container made during tracing (`source is None`) is mutated in place on its tracker,
+so every alias sees the change. A container read from the caller's world is guarded
+(type and length, dict keys) and read-only for now: mutating it would need the
+side-effect log, so it breaks the graph.
+"""
+from __future__ import annotations
+
+import torch
+
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+_LIST_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort",
+                            "__setitem__", "__delitem__", "__iadd__"})
+_DICT_MUTATORS = frozenset({"__setitem__", "__delitem__", "pop", "popitem", "update", "setdefault", "clear"})
+_SET_MUTATORS = frozenset({"add", "discard", "remove", "pop", "clear", "update"})
+
+
+def _check_mutable(tx, vt, name: str) -> None:
+    if vt.source is not None:
+        tx.unsupported(f"{name}() mutates {vt.source.describe()}, which was passed in from outside",
+                       category="side effect",
+                       hint="mutating pre-existing containers is not captured yet; "
+                            "build a new container inside the compiled function instead")
+
+
+class BaseListVariable(VariableTracker):
+    """Shared behaviour of tuple-like and list-like trackers (`items` is a Python list)."""
+
+    __slots__ = ("items",)
+    build_opcode = "BUILD_TUPLE"
+
+    def __init__(self, items, source=None):
+        super().__init__(source)
+        self.items = list(items)
+
+    def is_python_constant(self) -> bool:
+        return all(i.is_python_constant() for i in self.items)
+
+    def as_python_constant(self):
+        return self.python_type()(i.as_python_constant() for i in self.items)
+
+    def unpack(self, tx) -> list:
+        return list(self.items)
+
+    def truth(self, tx) -> bool:
+        return bool(self.items)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if callable(getattr(self.python_type(), name, None)):
+            return MethodOfVariable(self, name)
+        return super().var_getattr(tx, name)
+
+    def call_method(self, tx, name, args, kwargs):
+        from .builder import fold_call
+
+        if name in ("index", "count", "__len__", "__contains__"):
+            return fold_call(tx, getattr(_Proxy(self.items), name), args, kwargs, f"{self.describe()}.{name}")
+        tx.unsupported(f"method {name}() of {self.describe()}", category="unsupported call")
+
+    def new_like(self, items) -> "BaseListVariable":
+        return type(self)(items)
+
+    def reconstruct(self, cg) -> None:
+        if self.source is not None:
+            self.source.reconstruct(cg)
+            return
+        for item in self.items:
+            cg.reconstruct(item)
+        cg.build(self.build_opcode, len(self.items))
+
+
+class TupleVariable(BaseListVariable):
+    __slots__ = ()
+
+    def python_type(self) -> type:
+        return tuple
+
+
+class SizeVariable(TupleVariable):
+    """`torch.Size`: a tuple of constant ints under static shapes."""
+
+    __slots__ = ()
+
+    def python_type(self) -> type:
+        return torch.Size
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "numel" and not args:
+            return ConstantVariable(self.as_python_constant().numel())
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, cg) -> None:
+        cg.load_const(self.as_python_constant())
+
+
+class NamedTupleVariable(TupleVariable):
+    """A namedtuple or a torch.return_types structseq; fields readable by name."""
+
+    __slots__ = ("tuple_cls",)
+
+    def __init__(self, items, tuple_cls, source=None):
+        super().__init__(items, source)
+        self.tuple_cls = tuple_cls
+
+    def python_type(self) -> type:
+        return self.tuple_cls
+
+    def new_like(self, items):
+        return TupleVariable(items)
+
+    def as_python_constant(self):
+        return self.tuple_cls(*[i.as_python_constant() for i in self.items])
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        fields = getattr(self.tuple_cls, "_fields", None) or self.tuple_cls.__match_args__
+        if name in fields:
+            return self.items[list(fields).index(name)]
+        return super().var_getattr(tx, name)
+
+    def reconstruct(self, cg) -> None:
+        if self.source is not None or not hasattr(self.tuple_cls, "_fields"):
+            super().reconstruct(cg)
+            return
+        cg.push_null()
+        cg.load_const(self.tuple_cls)
+        for item in self.items:
+            cg.reconstruct(item)
+        cg.call(len(self.items))
+
+
+
+class ListVariable(BaseListVariable):
+    __slots__ = ()
+    build_opcode = "BUILD_LIST"
+
+    def python_type(self) -> type:
+        return list
+
+    def call_method(self, tx, name, args, kwargs):
+        if name in _LIST_MUTATORS:
+            _check_mutable(tx, self, name)
+            return _mutate_list(tx, self, name, args, kwargs)
+        if name == "copy" and not args:
+            return ListVariable(list(self.items))
+        return super().call_method(tx, name, args, kwargs)
+
+
+def _mutate_list(tx, lst: ListVariable, name, args, kwargs) -> VariableTracker:
+    items = lst.items
+    if name == "append":
+        items.append(args[0])
+    elif name in ("extend", "__iadd__"):
+        items.extend(args[0].unpack(tx) if not isinstance(args[0], list) else args[0])
+        if name == "__iadd__":
+            return lst
+    elif name == "insert":
+        items.insert(args[0].as_python_constant(), args[1])
+    elif name == "pop":
+        index = args[0].as_python_constant() if args else -1
+        if not items:
+            tx.raise_user_error(IndexError("pop from empty list"))
+        return items.pop(index)
+    elif name == "remove":
+        target = args[0]
+        for i, item in enumerate(items):
+            if item is target or (item.is_python_constant() and target.is_python_constant()
+                                  and item.as_python_constant() == target.as_python_constant()):
+                del items[i]
+                break
+        else:
+            tx.unsupported("list.remove() of a value the tracer cannot compare", category="unsupported call")
+    elif name == "clear":
+        items.clear()
+    elif name == "reverse":
+        items.reverse()
+    elif name == "sort":
+        keys = _sort_keys(tx, items, kwargs)
+        order = sorted(range(len(items)), key=keys.__getitem__,
+                       reverse=bool(kwargs.get("reverse", ConstantVariable(False)).as_python_constant()))
+        items[:] = [items[i] for i in order]
+    elif name == "__setitem__":
+        key = args[0].as_python_constant()
+        if isinstance(key, slice):
+            items[key] = args[1].unpack(tx)
+        else:
+            items[key] = args[1]
+    elif name == "__delitem__":
+        del items[args[0].as_python_constant()]
+    return ConstantVariable(None)
+
+
+def _sort_keys(tx, items, kwargs) -> list:
+    key_fn = kwargs.get("key")
+    keyed = [key_fn.call_function(tx, [i], {}) if key_fn is not None else i for i in items]
+    if not all(k.is_python_constant() for k in keyed):
+        tx.unsupported("sorting values that are not Python constants", category="unsupported call")
+    return [k.as_python_constant() for k in keyed]
+
+
+class _Proxy:
+    """Runs read-only list methods over trackers compared as constants."""
+
+    def __init__(self, items):
+        self._values = [i.as_python_constant() if i.is_python_constant() else i for i in items]
+
+    def __getattr__(self, name):
+        return getattr(self._values, name)
+
+
+class DictVariable(VariableTracker):
+    """A dict (or OrderedDict/defaultdict-free subclass) with constant keys."""
+
+    __slots__ = ("items", "dict_type")
+
+    def __init__(self, items: dict, source=None, dict_type=dict):
+        super().__init__(source)
+        self.items = dict(items)
+        self.dict_type = dict_type
+
+    def python_type(self) -> type:
+        return self.dict_type
+
+    def is_python_constant(self) -> bool:
+        return all(v.is_python_constant() for v in self.items.values())
+
+    def as_python_constant(self):
+        return self.dict_type((k, v.as_python_constant()) for k, v in self.items.items())
+
+    def unpack(self, tx) -> list:
+        return [ConstantVariable(k) for k in self.items]
+
+    def truth(self, tx) -> bool:
+        return bool(self.items)
+
+    def getitem(self, tx, key_vt) -> VariableTracker:
+        key = _const_key(tx, key_vt)
+        if key not in self.items:
+            tx.raise_user_error(KeyError(key))
+        return self.items[key]
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if callable(getattr(self.dict_type, name, None)):
+            return MethodOfVariable(self, name)
+        return super().var_getattr(tx, name)
+
+    def call_method(self, tx, name, args, kwargs):
+        items = self.items
+        if name in _DICT_MUTATORS:
+            _check_mutable(tx, self, name)
+        if name == "keys":
+            return TupleVariable([ConstantVariable(k) for k in items])
+        if name == "values":
+            return TupleVariable(list(items.values()))
+        if name == "items":
+            return TupleVariable([TupleVariable([ConstantVariable(k), v]) for k, v in items.items()])
+        if name == "get":
+            key = _const_key(tx, args[0])
+            default = args[1] if len(args) > 1 else ConstantVariable(None)
+            return items.get(key, default)
+        if name == "__contains__":
+            return ConstantVariable(_const_key(tx, args[0]) in items)
+        if name == "__len__":
+            return ConstantVariable(len(items))
+        if name == "copy":
+            return DictVariable(items, dict_type=self.dict_type)
+        if name == "__getitem__":
+            return self.getitem(tx, args[0])
+        if name == "__setitem__":
+            items[_const_key(tx, args[0])] = args[1]
+            return ConstantVariable(None)
+        if name == "__delitem__":
+            self.getitem(tx, args[0])
+            del items[_const_key(tx, args[0])]
+            return ConstantVariable(None)
+        if name == "pop":
+            key = _const_key(tx, args[0])
+            if key in items:
+                return items.pop(key)
+            if len(args) > 1:
+                return args[1]
+            tx.raise_user_error(KeyError(key))
+        if name == "setdefault":
+            key = _const_key(tx, args[0])
+            return items.setdefault(key, args[1] if len(args) > 1 else ConstantVariable(None))
+        if name == "update":
+            for other in args:
+                items.update(_as_mapping(tx, other))
+            items.update(kwargs)
+            return ConstantVariable(None)
+        if name == "clear":
+            items.clear()
+            return ConstantVariable(None)
+        tx.unsupported(f"method {name}() of {self.describe()}", category="unsupported call")
+
+    def reconstruct(self, cg) -> None:
+        if self.source is not None:
+            self.source.reconstruct(cg)
+            return
+        if self.dict_type is not dict:
+            cg.tx.unsupported(f"returning a new {self.dict_type.__name__}", category="unsupported output")
+        for k, v in self.items.items():
+            cg.load_const(k)
+            cg.reconstruct(v)
+        cg.build("BUILD_MAP", len(self.items))
+
+
+def _as_mapping(tx, vt) -> dict:
+    if isinstance(vt, DictVariable):
+        return vt.items
+    pairs = {}
+    for pair in vt.unpack(tx):
+        k, v = pair.unpack(tx)
+        pairs[_const_key(tx, k)] = v
+    return pairs
+
+
+def _const_key(tx, vt):
+    if not vt.is_python_constant():
+        tx.unsupported(f"using {vt.describe()} as a dict key", category="unsupported dict key")
+    return vt.as_python_constant()
+
+
+class SetVariable(VariableTracker):
+    """A set of constants (as a dict value -> tracker, to keep insertion order for iteration)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list, source=None, tx=None):
+        super().__init__(source)
+        self.items = {}
+        for vt in items:
+            self.items[_const_key(tx, vt)] = vt
+
+    def python_type(self) -> type:
+        return set
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self):
+        return set(self.items)
+
+    def unpack(self, tx) -> list:
+        return [ConstantVariable(v) for v in set(self.items)]
+
+    def truth(self, tx) -> bool:
+        return bool(self.items)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if callable(getattr(set, name, None)):
+            return MethodOfVariable(self, name)
+        return super().var_getattr(tx, name)
+
+    def call_method(self, tx, name, args, kwargs):
+        from .builder import fold_call
+
+        if name in _SET_MUTATORS:
+            _check_mutable(tx, self, name)
+            if name == "add":
+                self.items[_const_key(tx, args[0])] = args[0]
+                return ConstantVariable(None)
+            if name in ("discard", "remove"):
+                key = _const_key(tx, args[0])
+                if key not in self.items and name == "remove":
+                    tx.raise_user_error(KeyError(key))
+                self.items.pop(key, None)
+                return ConstantVariable(None)
+            if name == "update":
+                for other in args:
+                    for vt in other.unpack(tx):
+                        self.items[_const_key(tx, vt)] = vt
+                return ConstantVariable(None)
+            if name == "clear":
+                self.items.clear()
+                return ConstantVariable(None)
+            tx.unsupported(f"set.{name}()", category="unsupported call")
+        return fold_call(tx, getattr(set(self.items), name), args, kwargs, f"set.{name}")
+
+    def reconstruct(self, cg) -> None:
+        if self.source is not None:
+            self.source.reconstruct(cg)
+            return
+        for k in self.items:
+            cg.load_const(k)
+        cg.build("BUILD_SET", len(self.items))
+
+
+class MethodOfVariable(VariableTracker):
+    """`container.method` looked up but not yet called."""
+
+    __slots__ = ("obj", "name")
+
+    def __init__(self, obj, name):
+        super().__init__(None)
+        self.obj = obj
+        self.name = name
+
+    def python_type(self) -> type:
+        return type([].append)
+
+    def describe(self) -> str:
+        return f"{self.obj.describe()}.{self.name}"
+
+    def call_function(self, tx, args, kwargs):
+        return self.obj.call_method(tx, self.name, args, kwargs)

@@ -1,0 +1,146 @@
+"""Tensors in the graph: `TensorVariable` (an FX node plus its fake example value) and
+`TensorMethodVariable` (a bound method such as `x.relu`, not yet called).
+
+Metadata that static shapes make constant (shape, dtype, device, ndim, numel(),
+requires_grad, ...) is folded from the example value; the tensor's own guard already
+pins it. Data-dependent reads (`item()`, `tolist()`, `bool(x)`) break the graph.
+"""
+from __future__ import annotations
+
+import operator
+
+import torch
+
+from .base import VariableTracker
+from .constant import ConstantVariable
+from .containers import SizeVariable, TupleVariable
+
+# Attributes whose value only depends on what the tensor guard pins.
+_METADATA_ATTRS = frozenset({
+    "dtype", "device", "ndim", "requires_grad", "is_leaf", "layout", "is_cuda", "is_cpu",
+    "is_sparse", "is_quantized", "is_meta", "is_mkldnn", "is_complex_dtype", "is_nested",
+    "itemsize", "nbytes",
+})
+# Methods whose result only depends on metadata.
+_METADATA_METHODS = frozenset({
+    "dim", "ndimension", "numel", "nelement", "stride", "is_floating_point", "is_complex",
+    "is_contiguous", "element_size", "get_device", "is_signed", "storage_offset",
+    "is_inference", "has_names",
+})
+# Attributes computed by a graph op.
+_GRAPH_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
+
+_DATA_DEPENDENT = {
+    "item": "reads a tensor's value into Python",
+    "tolist": "reads a tensor's values into Python",
+    "numpy": "converts a tensor to a NumPy array",
+    "__bool__": "uses a tensor's value as a Python bool",
+    "__int__": "reads a tensor's value into a Python int",
+    "__float__": "reads a tensor's value into a Python float",
+    "__index__": "uses a tensor's value as a Python index",
+}
+_NOT_CAPTURED = {
+    "backward": "calls backward() inside the compiled region",
+    "register_hook": "registers a tensor hook",
+    "retain_grad": "changes autograd state of a tensor",
+    "requires_grad_": "changes requires_grad of a tensor",
+    "data_ptr": "reads a tensor's storage address",
+    "untyped_storage": "reads a tensor's storage",
+    "storage": "reads a tensor's storage",
+    "__setattr__": "sets an attribute on a tensor",
+    "set_": "swaps a tensor's storage",
+}
+_UNSUPPORTED_ATTRS = {
+    "grad": "reads .grad of a tensor",
+    "data": "reads .data of a tensor",
+    "grad_fn": "reads the autograd graph of a tensor",
+    "_version": "reads a tensor's version counter",
+    "_base": "reads a view's base",
+}
+
+
+class TensorVariable(VariableTracker):
+    __slots__ = ("node", "example", "cls")
+
+    def __init__(self, node, example, source=None, cls=torch.Tensor):
+        super().__init__(source)
+        self.node = node
+        self.example = example
+        self.cls = cls
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def describe(self) -> str:
+        e = self.example
+        what = self.source.describe() if self.source is not None else f"tensor '{self.node.name}'"
+        return f"{what} (shape {tuple(e.shape)}, {e.dtype})"
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name == "shape":
+            return SizeVariable([ConstantVariable(s) for s in self.example.shape])
+        if name in _METADATA_ATTRS:
+            return ConstantVariable(getattr(self.example, name))
+        if name in _GRAPH_ATTRS:
+            return tx.output.call_op("call_function", getattr, [self, ConstantVariable(name)], {})
+        if name in _UNSUPPORTED_ATTRS:
+            tx.unsupported(f"code {_UNSUPPORTED_ATTRS[name]} ({self.describe()})",
+                           category="unsupported tensor attribute")
+        if name in _NOT_CAPTURED or name in _DATA_DEPENDENT or callable(getattr(torch.Tensor, name, None)):
+            return TensorMethodVariable(self, name)
+        tx.unsupported(f"attribute '{name}' of {self.describe()}", category="unsupported tensor attribute",
+                       hint="only standard torch.Tensor attributes are captured")
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        if name in _DATA_DEPENDENT:
+            tx.unsupported(f"{self.describe()}.{name}() {_DATA_DEPENDENT[name]}", category="data-dependent",
+                           hint="keep the value as a tensor (e.g. use torch.where) or move this "
+                                "line outside the compiled function")
+        if name in _NOT_CAPTURED:
+            tx.unsupported(f"{name}() {_NOT_CAPTURED[name]}", category="unsupported tensor method")
+        if name in _METADATA_METHODS or (name == "size") or (name == "type" and not args and not kwargs):
+            from .builder import fold_call
+
+            return fold_call(tx, getattr(self.example, name), args, kwargs, f"Tensor.{name}",
+                             wrap_result=_wrap_metadata)
+        return tx.output.call_op("call_method", name, [self, *args], kwargs)
+
+    def unpack(self, tx) -> list:
+        if self.example.dim() == 0:
+            tx.unsupported("iterating over a 0-d tensor", category="user error")
+        return [tx.output.call_op("call_function", operator.getitem, [self, ConstantVariable(i)], {})
+                for i in range(self.example.shape[0])]
+
+    def truth(self, tx) -> bool:
+        tx.unsupported(f"`if`/`while`/`and`/`or` on {self.describe()} depends on tensor data",
+                       category="data-dependent",
+                       hint="use torch.where / torch.cond, or compute the condition outside")
+
+
+class TensorMethodVariable(VariableTracker):
+    """`tensor.method`, looked up but not yet called."""
+
+    __slots__ = ("tensor", "name")
+
+    def __init__(self, tensor: TensorVariable, name: str):
+        super().__init__(None)
+        self.tensor = tensor
+        self.name = name
+
+    def python_type(self) -> type:
+        return type(torch.Tensor.add.__get__(torch.empty(0)))
+
+    def describe(self) -> str:
+        return f"Tensor.{self.name}"
+
+    def call_function(self, tx, args, kwargs):
+        return self.tensor.call_method(tx, self.name, args, kwargs)
+
+
+def _wrap_metadata(value) -> VariableTracker:
+    if isinstance(value, torch.Size):
+        return SizeVariable([ConstantVariable(v) for v in value])
+    if isinstance(value, tuple):
+        return TupleVariable([ConstantVariable(v) for v in value])
+    return ConstantVariable(value)
+

@@ -1,0 +1,223 @@
+"""torch functions: which callables become graph ops, the special cases that do not
+(grad-mode context managers, RNG state, `torch.Size`), and the grad-mode trackers.
+
+A callable is a graph op if torch lists it as overridable (`torch.overrides`: every
+tensor op, `torch.nn.functional.*`, Tensor methods) or it is a tensor factory.
+Anything else from torch (global state setters, RNG seeding, I/O) is not run at trace
+time: it breaks the graph.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+import torch.overrides
+
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+_FACTORIES = (
+    torch.arange, torch.as_tensor, torch.empty, torch.empty_strided, torch.eye, torch.full,
+    torch.linspace, torch.logspace, torch.ones, torch.zeros, torch.rand, torch.randn, torch.randint,
+    torch.randperm, torch.normal, torch.tensor, torch.scalar_tensor, torch.tril_indices,
+    torch.triu_indices, torch.rand_like, torch.randn_like, torch.randint_like, torch.bartlett_window,
+    torch.blackman_window, torch.hamming_window, torch.hann_window, torch.kaiser_window,
+    F.sigmoid, F.tanh, F.hardsigmoid, F.hardswish, torch.result_type, torch.promote_types,
+    torch.can_cast, torch.broadcast_shapes,
+)
+_NOT_GRAPH_OPS = (torch.Tensor.backward, torch.Tensor.register_hook, torch.Tensor.item,
+                  torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.retain_grad,
+                  torch.Tensor.requires_grad_, torch.Tensor.data_ptr)
+
+
+def _graph_ops() -> frozenset:
+    ops = set()
+    for fns in torch.overrides.get_overridable_functions().values():
+        ops.update(fns)
+    ops.update(_FACTORIES)
+    ops.difference_update(_NOT_GRAPH_OPS)
+    return frozenset(ops)
+
+
+GRAPH_OPS = _graph_ops()
+
+
+def is_graph_op(value) -> bool:
+    try:
+        return value in GRAPH_OPS
+    except TypeError:
+        return False
+
+
+class TorchFunctionVariable(VariableTracker):
+    """A torch op: calling it adds a `call_function` node."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self):
+        return self.fn
+
+    def call_function(self, tx, args, kwargs):
+        return tx.output.call_op("call_function", self.fn, args, kwargs)
+
+    def describe(self) -> str:
+        return f"torch function {getattr(self.fn, '__qualname__', self.fn)}"
+
+
+class TorchSpecialVariable(VariableTracker):
+    """A torch callable with trace-time semantics of its own (see SPECIAL)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self):
+        return self.fn
+
+    def call_function(self, tx, args, kwargs):
+        return SPECIAL[self.fn](tx, args, kwargs)
+
+    def describe(self) -> str:
+        return f"{getattr(self.fn, '__module__', 'torch')}.{getattr(self.fn, '__qualname__', self.fn)}"
+
+
+class GradModeVariable(VariableTracker):
+    """`torch.no_grad()` / `enable_grad()` / `set_grad_enabled(b)` objects.
+
+    Entering records a `torch._C._set_grad_enabled` node and sets the tracer's grad
+    mode (fake propagation follows it); exiting restores the mode seen on entry.
+    `set_grad_enabled(b)` switches on construction, like eager.
+    """
+
+    __slots__ = ("target", "prior", "switch_on_init")
+
+    def __init__(self, target: bool, prior: bool, switch_on_init: bool = False):
+        super().__init__(None)
+        self.target = target
+        self.prior = prior
+        self.switch_on_init = switch_on_init
+
+    def python_type(self) -> type:
+        return torch.set_grad_enabled if self.switch_on_init else (
+            torch.no_grad if not self.target else torch.enable_grad)
+
+    def enter(self, tx) -> VariableTracker:
+        self.prior = tx.output.grad_enabled if not self.switch_on_init else self.prior
+        tx.output.set_grad_enabled(self.target)
+        return ConstantVariable(None)
+
+    def exit(self, tx) -> VariableTracker:
+        tx.output.set_grad_enabled(self.prior)
+        return ConstantVariable(False)
+
+    def call_function(self, tx, args, kwargs):
+        (fn,) = args
+        from .functions import BaseFunctionVariable
+
+        if not isinstance(fn, BaseFunctionVariable):
+            return super().call_function(tx, args, kwargs)
+        return GradModeWrappedFunction(self, fn)
+
+
+class GradModeWrappedFunction(VariableTracker):
+    """A function decorated with a grad-mode object (`@torch.no_grad()`)."""
+
+    __slots__ = ("mode", "fn")
+
+    def __init__(self, mode, fn):
+        super().__init__(None)
+        self.mode = mode
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def call_function(self, tx, args, kwargs):
+        prior = tx.output.grad_enabled
+        tx.output.set_grad_enabled(self.mode.target)
+        result = self.fn.call_function(tx, args, kwargs)
+        tx.output.set_grad_enabled(prior)
+        return result
+
+
+def _no_grad(tx, args, kwargs):
+    return GradModeVariable(False, tx.output.grad_enabled)
+
+
+def _enable_grad(tx, args, kwargs):
+    return GradModeVariable(True, tx.output.grad_enabled)
+
+
+def _set_grad_enabled(tx, args, kwargs):
+    mode = (args[0] if args else kwargs["mode"]).as_python_constant()
+    ctx = GradModeVariable(bool(mode), tx.output.grad_enabled, switch_on_init=True)
+    tx.output.set_grad_enabled(bool(mode))
+    return ctx
+
+
+def _is_grad_enabled(tx, args, kwargs):
+    return ConstantVariable(tx.output.grad_enabled)
+
+
+def _size(tx, args, kwargs):
+    from .containers import SizeVariable
+
+    items = args[0].unpack(tx) if args else []
+    if not all(i.is_python_constant() for i in items):
+        tx.unsupported("torch.Size of non-constant values", category="data-dependent")
+    return SizeVariable(items)
+
+
+def _is_tensor(tx, args, kwargs):
+    from .tensor import TensorVariable
+
+    return ConstantVariable(isinstance(args[0], TensorVariable))
+
+
+def _default_dtype(tx, args, kwargs):
+    return ConstantVariable(torch.get_default_dtype())
+
+
+def _rng(tx, args, kwargs):
+    tx.unsupported("changing or reading the global RNG state inside the compiled function",
+                   category="unsupported call", hint="seed the generator outside the compiled function")
+
+
+SPECIAL = {
+    torch.no_grad: _no_grad,
+    torch.enable_grad: _enable_grad,
+    torch.set_grad_enabled: _set_grad_enabled,
+    torch.is_grad_enabled: _is_grad_enabled,
+    torch.Size: _size,
+    torch.is_tensor: _is_tensor,
+    torch.get_default_dtype: _default_dtype,
+    torch.manual_seed: _rng,
+    torch.seed: _rng,
+    torch.get_rng_state: _rng,
+    torch.set_rng_state: _rng,
+    torch.random.fork_rng: _rng,
+}
+
+
+def is_special(value) -> bool:
+    try:
+        return value in SPECIAL
+    except TypeError:
+        return False
