@@ -6,11 +6,16 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import types
 import warnings
 
 from .graph.backends import lookup_backend
 from .runtime.compiled_function import CompiledFunction, reset_all
+from .runtime.logs import logger
+
+_GENERATOR_OR_ASYNC = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | \
+    inspect.CO_ITERABLE_COROUTINE
 
 
 def compile(fn=None, *, backend="eager", fullgraph: bool = False, dynamic=None):
@@ -33,6 +38,10 @@ def _compile_callable(fn, backend_fn, fullgraph: bool):
     if isinstance(fn, types.FunctionType):
         if hasattr(fn, "__bg_compiled__"):
             fn = fn.__bg_original__
+        if fn.__code__.co_flags & _GENERATOR_OR_ASYNC:
+            logger("graph_breaks").debug("%s is a generator or coroutine function; it runs eagerly",
+                                         fn.__qualname__)
+            return fn
         return CompiledFunction(fn, backend_fn, fullgraph).wrapper
     call = getattr(type(fn), "__call__", None)
     if isinstance(call, types.FunctionType):

@@ -53,3 +53,12 @@ class UserCodeRaisesError(Exception):
         super().__init__(f"{location}: {reason}" if location else reason)
         self.reason = reason
         self.location = location
+
+
+class InternalTracerError(Exception):
+    """Internal: the tracer itself failed (a bytegraph bug); the frame runs eagerly."""
+
+    def __init__(self, cause: BaseException, guards):
+        super().__init__(f"{type(cause).__name__}: {cause}")
+        self.cause = cause
+        self.guards = guards

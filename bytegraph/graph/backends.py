@@ -14,7 +14,9 @@ def _eager(gm: torch.fx.GraphModule, example_inputs):
 
 
 def _nop(gm: torch.fx.GraphModule, example_inputs):
-    return gm.forward
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    return make_boxed_func(gm.forward)
 
 
 def _aot_eager(gm: torch.fx.GraphModule, example_inputs):

@@ -11,6 +11,7 @@ from bytecode import Instr
 from bytecode.instr import CellVar, FreeVar
 
 GRAPH_OUT = "__bg_graph_out"
+_NO_ARG = object()
 
 
 class PyCodegen:
@@ -22,8 +23,8 @@ class PyCodegen:
         self.graph_outputs: dict = {}  # id(TensorVariable) -> index into the graph's output tuple
         self.graph_module = None
 
-    def _emit(self, opname: str, arg=None) -> None:
-        if arg is None:
+    def _emit(self, opname: str, arg=_NO_ARG) -> None:
+        if arg is _NO_ARG:
             self.instructions.append(Instr(opname, lineno=self.lineno))
         else:
             self.instructions.append(Instr(opname, arg, lineno=self.lineno))

@@ -16,7 +16,7 @@ import warnings
 import weakref
 
 from .. import config
-from ..errors import GraphBreak, UserCodeRaisesError
+from ..errors import GraphBreak, InternalTracerError, Unsupported, UserCodeRaisesError
 from ..guards.compile import CompiledGuards
 from ..translate.capture import argument_names, capture
 from .logs import logger
@@ -82,7 +82,7 @@ class CompiledFunction:
 
     def _wrapper_source(self) -> str:
         params, values, forward = self._signature_text()
-        lines = [f"def {self.code.co_name}({params}):"]
+        lines = [f"def __bg_wrapper({params}):"]
         for i in range(len(self.entries)):
             lines.append(f"    if __bg_g{i}({values}): return __bg_f{i}({forward})")
         lines.append(f"    return __bg_miss({values})({forward})")
@@ -95,7 +95,8 @@ class CompiledFunction:
         scope: dict = {}
         exec(compile(self._wrapper_source(), f"<bytegraph wrapper of {self.code.co_qualname}>", "exec"),
              self.namespace, scope)
-        return scope[self.code.co_name].__code__
+        return scope["__bg_wrapper"].__code__.replace(co_name=self.code.co_name,
+                                                      co_qualname=self.code.co_qualname)
 
     def _make_wrapper(self) -> types.FunctionType:
         wrapper = types.FunctionType(self._compile_wrapper_code(), self.namespace, self.code.co_name,
@@ -137,12 +138,14 @@ class CompiledFunction:
             return self._fallback(values, f"{e.location}: {e.reason}", e)
         except UserCodeRaisesError:
             return self.fn
-        except Exception as e:  # a tracer bug: never the user's problem; run eagerly, say why
+        except InternalTracerError as e:  # a tracer bug: never the user's problem; run eagerly, say why
             logger("graph_breaks").warning("bytegraph internal error while tracing %s; running it eagerly:\n%s",
-                                           self.code.co_qualname, traceback.format_exc())
+                                           self.code.co_qualname, "".join(traceback.format_exception(e.cause)))
             if self.fullgraph:
-                raise
-            return self._fallback(values, f"internal error: {type(e).__name__}: {e}", None)
+                raise Unsupported(f"bytegraph internal error while tracing {self.code.co_qualname}: {e}",
+                                  f"{self.code.co_filename}:{self.code.co_firstlineno}",
+                                  "this is a bytegraph bug; please report it") from e
+            return self._fallback(values, f"internal error: {e}", e)
         guards = CompiledGuards(result.guards, self.argnames, self.fn.__globals__, self.fn.__closure__)
         entry = CacheEntry(guards, result.fn, "compiled", result.graph_module, result.graph_name,
                            result.seconds)
@@ -151,14 +154,12 @@ class CompiledFunction:
         self._refresh()
         return entry.fn
 
-    def _fallback(self, values, reason: str, brk: GraphBreak | None):
+    def _fallback(self, values, reason: str, failure):
+        """Run the frame eagerly, cached under the guards the failed trace had collected."""
         logger("graph_breaks").debug("running %s eagerly: %s", self.code.co_qualname, reason)
-        guards = None
-        if brk is not None and brk.guards is not None:
-            guards = CompiledGuards(brk.guards, self.argnames, self.fn.__globals__, self.fn.__closure__)
-        if guards is not None:
-            self.entries.append(CacheEntry(guards, self.fn, "eager", reason=reason))
-            self._refresh()
+        guards = CompiledGuards(failure.guards, self.argnames, self.fn.__globals__, self.fn.__closure__)
+        self.entries.append(CacheEntry(guards, self.fn, "eager", reason=reason))
+        self._refresh()
         return self.fn
 
     def _miss_reason(self, values) -> str:

@@ -13,7 +13,7 @@ import torch.fx
 
 from .. import config
 from .._bytecode.assemble import make_code
-from ..errors import GraphBreak
+from ..errors import GraphBreak, InternalTracerError, UserCodeRaisesError
 from ..graph.codegen import PyCodegen
 from ..graph.output_graph import OutputGraph
 from ..guards.sources import ClosureSource, GlobalsDictSource, LocalSource
@@ -46,8 +46,21 @@ def argument_names(code: types.CodeType) -> tuple[str, ...]:
 def capture(fn: types.FunctionType, values: tuple, backend) -> Capture:
     """Trace `fn` called with argument locals `values`; raises GraphBreak / UserCodeRaisesError."""
     start = time.perf_counter()
-    code = fn.__code__
     output = OutputGraph()
+    try:
+        new_fn, graph_module, graph_name = _trace_and_codegen(fn, values, backend, output)
+    except GraphBreak as e:
+        e.guards = output.finish_guards()
+        raise
+    except UserCodeRaisesError:
+        raise
+    except Exception as e:  # a tracer bug: reported with the guards seen so far
+        raise InternalTracerError(e, output.finish_guards()) from e
+    return Capture(new_fn, output.finish_guards(), graph_module, graph_name, time.perf_counter() - start)
+
+
+def _trace_and_codegen(fn, values, backend, output):
+    code = fn.__code__
     tx = Translator(code, fn.__globals__, GlobalsDictSource(), {}, {}, output)
     output.current_tx = tx
     for name, value in zip(argument_names(code), values):
@@ -59,11 +72,7 @@ def capture(fn: types.FunctionType, values: tuple, backend) -> Capture:
         except ValueError:
             contents = None
         tx.cells[name] = CellVariable(name, contents, source)
-    try:
-        result = tx.run()
-    except GraphBreak as e:
-        e.guards = output.finish_guards()
-        raise
+    result = tx.run()
     output.current_tx = tx
     cg = PyCodegen(tx, code, tx.inst.lineno or code.co_firstlineno)
     graph_name = _emit_graph_call(cg, output, result, fn, backend)
@@ -72,7 +81,7 @@ def capture(fn: types.FunctionType, values: tuple, backend) -> Capture:
     new_code = make_code(cg.instructions, like=code, name=code.co_name)
     new_fn = types.FunctionType(new_code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
     new_fn.__kwdefaults__ = fn.__kwdefaults__
-    return Capture(new_fn, output.finish_guards(), cg.graph_module, graph_name, time.perf_counter() - start)
+    return new_fn, cg.graph_module, graph_name
 
 
 def _emit_graph_call(cg: PyCodegen, output: OutputGraph, result, fn, backend) -> str | None:

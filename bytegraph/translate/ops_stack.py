@@ -1,6 +1,8 @@
 """Opcode family: stack manipulation, frame prologue and return."""
 from __future__ import annotations
 
+from ..vars.constant import ConstantVariable
+
 
 class NullVariable:
     """The NULL that 3.11 pushes below a callable (PUSH_NULL, LOAD_GLOBAL with flag)."""
@@ -13,6 +15,7 @@ class NullVariable:
 
 
 NULL = NullVariable()
+_NONE = ConstantVariable(None)
 
 
 class StackOps:
@@ -49,6 +52,13 @@ class StackOps:
 
     def RETURN_VALUE(self, inst):
         self.return_value = self.stack.pop()
+
+    def RETURN_GENERATOR(self, inst):
+        self.stack.append(_NONE)  # the value the first `next()` sends, popped by the following POP_TOP
+
+    def YIELD_VALUE(self, inst):
+        self.yielded = self.stack.pop()
+        self.stack.append(_NONE)  # `next()` resumes the generator with None as the sent value
 
     def MAKE_CELL(self, inst):
         name = inst.argval

@@ -16,6 +16,7 @@ from ..guards.guard import Guard, GuardKind
 from ..guards.sources import global_source
 from ..vars import builder
 from ..vars.functions import CellVariable
+from ..vars.iterators import IteratorVariable
 from .ops_build import BuildOps
 from .ops_calls import CallOps
 from .ops_jumps import JumpOps
@@ -42,6 +43,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         self.inst = None
         self.kw_names: tuple = ()
         self.return_value = None
+        self.yielded = None
 
     # ---- running ---------------------------------------------------------------------
     def run(self):
@@ -51,7 +53,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         previous = self.output.current_tx
         self.output.current_tx = self
         try:
-            while self.return_value is None:
+            while self.return_value is None and self.yielded is None:
                 inst = instructions[self.ip]
                 self.inst = inst
                 self.ip += 1
@@ -63,10 +65,9 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
     def inline_call(self, fn_vt, args: list, kwargs: dict):
         """Trace a call of user function `fn_vt` in a child translator and return its result."""
         code = fn_vt.get_code()
-        if code.co_flags & (0x20 | 0x80 | 0x100 | 0x200):
-            self.unsupported(f"calling generator or coroutine function {code.co_qualname}",
-                             category="unsupported call",
-                             hint="generators are not traced; materialize the values outside")
+        if code.co_flags & (0x80 | 0x100 | 0x200):
+            self.unsupported(f"calling coroutine function {code.co_qualname}", category="unsupported call",
+                             hint="async code is not traced; call it outside the compiled function")
         if self.depth + 1 > config.inline_depth_limit:
             self.unsupported(f"inlining depth limit ({config.inline_depth_limit}) reached calling "
                              f"{code.co_qualname}", category="inline depth",
@@ -75,6 +76,8 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         cells = {cell.name: cell for cell in fn_vt.closure_cells(self)}
         f_globals, globals_src = fn_vt.globals_and_source()
         child = Translator(code, f_globals, globals_src, bound, cells, self.output, parent=self)
+        if code.co_flags & 0x20:
+            return GeneratorVariable(child)
         return child.run()
 
     # ---- services for trackers ------------------------------------------------------
@@ -121,6 +124,32 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
 
     def new_cell(self, name: str, contents=None) -> CellVariable:
         return CellVariable(name, contents)
+
+
+class GeneratorVariable(IteratorVariable):
+    """A generator made during tracing: a suspended child translator, resumed lazily by
+    `next_item` so its body runs interleaved with the consumer exactly like eager."""
+
+    __slots__ = ("child", "done")
+
+    def __init__(self, child: Translator):
+        super().__init__(None)
+        self.child = child
+        self.done = False
+
+    def python_type(self) -> type:
+        return type(x for x in ())
+
+    def next_item(self, tx):
+        if self.done:
+            return None
+        child = self.child
+        child.yielded = None
+        child.run()
+        if child.return_value is not None:
+            self.done = True
+            return None
+        return child.yielded
 
 
 def _builtins_of(f_globals: dict) -> dict:

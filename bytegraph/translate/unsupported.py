@@ -6,7 +6,7 @@ from __future__ import annotations
 
 _EXCEPTION_PATH = ("only runs while an exception propagates; a traced frame that raises "
                    "is run eagerly instead")
-_GENERATOR = "generators and coroutines are not traced; their frames run eagerly"
+_GENERATOR = "`yield from`, `await` and async iteration are not traced; such frames run eagerly"
 _MODULE_LEVEL = "only appears in module or class bodies, which are not compiled"
 
 UNSUPPORTED_OPCODES = {
@@ -17,8 +17,6 @@ UNSUPPORTED_OPCODES = {
     "CHECK_EG_MATCH": _EXCEPTION_PATH,
     "PREP_RERAISE_STAR": _EXCEPTION_PATH,
     "WITH_EXCEPT_START": _EXCEPTION_PATH,
-    "RETURN_GENERATOR": _GENERATOR,
-    "YIELD_VALUE": _GENERATOR,
     "SEND": _GENERATOR,
     "GET_YIELD_FROM_ITER": _GENERATOR,
     "ASYNC_GEN_WRAP": _GENERATOR,

@@ -118,7 +118,7 @@ def _build_object(tx, value, source, do_guard: bool) -> VariableTracker:
         fn = wrap(tx, value.func, sub("func"), do_guard)
         args = wrap(tx, value.args, sub("args"), do_guard)
         kwargs = wrap(tx, value.keywords, sub("keywords"), do_guard)
-        return PartialVariable(fn, args.items, kwargs.items, source)
+        return PartialVariable(fn, args.unpack(tx), kwargs.items, source)
     if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType, types.MethodWrapperType,
                           types.WrapperDescriptorType, types.MethodDescriptorType)):
         tx.unsupported(f"calling C function {getattr(value, '__qualname__', value)!s}, which bytegraph "
@@ -171,7 +171,9 @@ def wrap_op_result(tx, node, example) -> VariableTracker:
         items = []
         for i, item in enumerate(example):
             if isinstance(item, torch.Tensor):
-                items.append(TensorVariable(tx.output.graph.call_function(operator.getitem, (node, i)), item))
+                item_node = tx.output.graph.call_function(operator.getitem, (node, i))
+                item_node.meta["example_value"] = item
+                items.append(TensorVariable(item_node, item))
             else:
                 items.append(wrap_constant(item))
         if hasattr(type(example), "__match_args__") or hasattr(type(example), "_fields"):

@@ -121,14 +121,18 @@ class NamedTupleVariable(TupleVariable):
         return super().var_getattr(tx, name)
 
     def reconstruct(self, cg) -> None:
-        if self.source is not None or not hasattr(self.tuple_cls, "_fields"):
+        if self.source is not None:
             super().reconstruct(cg)
             return
         cg.push_null()
         cg.load_const(self.tuple_cls)
         for item in self.items:
             cg.reconstruct(item)
-        cg.call(len(self.items))
+        if hasattr(self.tuple_cls, "_fields"):
+            cg.call(len(self.items))
+        else:  # a structseq (torch.return_types.*) takes one sequence
+            cg.build("BUILD_TUPLE", len(self.items))
+            cg.call(1)
 
 
 

@@ -79,6 +79,8 @@ class ClassVariable(VariableTracker):
         return tx.wrap(getattr(self.cls, name), src)
 
     def call_function(self, tx, args, kwargs):
+        if issubclass(self.cls, BaseException) and all(a.is_python_constant() for a in args):
+            return UserObjectVariable(self.cls(*[a.as_python_constant() for a in args]))
         tx.unsupported(f"creating an instance of {self.cls.__qualname__}", category="unsupported call",
                        hint="objects of user classes can be created outside the compiled function")
 

@@ -83,6 +83,8 @@ class TensorVariable(VariableTracker):
             return ConstantVariable(getattr(self.example, name))
         if name in _GRAPH_ATTRS:
             return tx.output.call_op("call_function", getattr, [self, ConstantVariable(name)], {})
+        if name == "grad_fn" and self.example.grad_fn is None:
+            return ConstantVariable(None)
         if name in _UNSUPPORTED_ATTRS:
             tx.unsupported(f"code {_UNSUPPORTED_ATTRS[name]} ({self.describe()})",
                            category="unsupported tensor attribute")

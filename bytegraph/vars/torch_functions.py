@@ -200,7 +200,12 @@ def _rng(tx, args, kwargs):
                    category="unsupported call", hint="seed the generator outside the compiled function")
 
 
+def _no_tracing_state(tx, args, kwargs):
+    return ConstantVariable(None)
+
+
 SPECIAL = {
+    torch._C._get_tracing_state: _no_tracing_state,
     torch.no_grad: _no_grad,
     torch.enable_grad: _enable_grad,
     torch.set_grad_enabled: _set_grad_enabled,
