@@ -24,6 +24,16 @@ from .logs import logger
 _live: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
 
 
+class _Missing:
+    """Marks a parameter the caller did not pass (its default is read at call time)."""
+
+    def __repr__(self) -> str:
+        return "<default>"
+
+
+_MISSING = _Missing()
+
+
 class CacheEntry:
     __slots__ = ("guards", "fn", "kind", "graph_module", "graph_name", "capture_seconds", "reason")
 
@@ -51,18 +61,31 @@ class CompiledFunction:
         self.argnames = argument_names(self.code)
         self.entries: list[CacheEntry] = []
         self.limit_warned = False
-        self.namespace: dict = {"__bg_miss": self.miss, "__builtins__": __builtins__}
+        self.namespace: dict = {"__bg_miss": self.miss, "__bg_fn": fn, "__bg_missing": _MISSING,
+                                "__builtins__": __builtins__}
         self.wrapper = self._make_wrapper()
         _live.add(self)
 
     # ---- the generated wrapper ------------------------------------------------------
-    def _signature_text(self) -> tuple[str, str, str]:
-        """(parameter list, all locals as positional args, call forwarding the arguments)."""
+    def _signature_text(self) -> tuple[str, list[str], str, str]:
+        """(parameter list, default-filling lines, all locals as positional args, forwarding call).
+
+        Parameters with defaults get a sentinel, filled from the original function's
+        *current* `__defaults__`/`__kwdefaults__` on each call, so changing them later
+        behaves like eager (the new value is guarded like any other argument).
+        """
         code = self.code
         names = self.argnames
         npos, nposonly, nkw = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
-        params, forward = [], []
-        params.extend(names[:npos])
+        ndefaults = len(self.fn.__defaults__ or ())
+        kwdefaults = self.fn.__kwdefaults__ or {}
+        params, fill, forward = [], [], []
+        for i, name in enumerate(names[:npos]):
+            if i >= npos - ndefaults:
+                params.append(f"{name}=__bg_missing")
+                fill.append(f"    if {name} is __bg_missing: {name} = __bg_fn.__defaults__[{i - (npos - ndefaults)}]")
+            else:
+                params.append(name)
         if nposonly:
             params.insert(nposonly, "/")
         forward.extend(names[:npos])
@@ -73,16 +96,21 @@ class CompiledFunction:
             index += 1
         elif nkw:
             params.append("*")
-        params.extend(names[npos:npos + nkw])
+        for name in names[npos:npos + nkw]:
+            if name in kwdefaults:
+                params.append(f"{name}=__bg_missing")
+                fill.append(f"    if {name} is __bg_missing: {name} = __bg_fn.__kwdefaults__[{name!r}]")
+            else:
+                params.append(name)
         forward.extend(f"{n}={n}" for n in names[npos:npos + nkw])
         if code.co_flags & inspect.CO_VARKEYWORDS:
             params.append("**" + names[index])
             forward.append("**" + names[index])
-        return ", ".join(params), ", ".join(names), ", ".join(forward)
+        return ", ".join(params), fill, ", ".join(names), ", ".join(forward)
 
     def _wrapper_source(self) -> str:
-        params, values, forward = self._signature_text()
-        lines = [f"def __bg_wrapper({params}):"]
+        params, fill, values, forward = self._signature_text()
+        lines = [f"def __bg_wrapper({params}):", *fill]
         for i in range(len(self.entries)):
             lines.append(f"    if __bg_g{i}({values}): return __bg_f{i}({forward})")
         lines.append(f"    return __bg_miss({values})({forward})")
@@ -99,9 +127,11 @@ class CompiledFunction:
                                                       co_qualname=self.code.co_qualname)
 
     def _make_wrapper(self) -> types.FunctionType:
-        wrapper = types.FunctionType(self._compile_wrapper_code(), self.namespace, self.code.co_name,
-                                     self.fn.__defaults__)
-        wrapper.__kwdefaults__ = self.fn.__kwdefaults__
+        code = self._compile_wrapper_code()
+        ndefaults = len(self.fn.__defaults__ or ())
+        wrapper = types.FunctionType(code, self.namespace, self.code.co_name,
+                                     (_MISSING,) * ndefaults if ndefaults else None)
+        wrapper.__kwdefaults__ = {k: _MISSING for k in self.fn.__kwdefaults__ or {}} or None
         functools.update_wrapper(wrapper, self.fn)
         wrapper.__bg_original__ = self.fn
         wrapper.__bg_compiled__ = self

@@ -154,6 +154,8 @@ def wrap_constant(value) -> VariableTracker:
         return TupleVariable(items) if type(value) is tuple else ListVariable(items)
     if type(value) is dict:
         return DictVariable({k: wrap_constant(v) for k, v in value.items()})
+    if type(value) is set:
+        return SetVariable([ConstantVariable(v) for v in value])
     if is_constant_value(value) or isinstance(value, enum.Enum):
         return ConstantVariable(value)
     if isinstance(value, type):

@@ -155,12 +155,10 @@ def _identity(tx, fn, args, kwargs):
     a, b = args
     if a is b:
         same = True
-    elif isinstance(a, ConstantVariable) and isinstance(b, ConstantVariable):
-        same = a.value is b.value
+    elif a.is_python_constant() and b.is_python_constant():
+        same = a.as_python_constant() is b.as_python_constant()  # constants, or identity-guarded objects
     elif a.source is None or b.source is None or isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         same = False  # distinct input tensors are pinned distinct by the no-aliasing guard
-    elif a.is_python_constant() and b.is_python_constant():
-        same = a.as_python_constant() is b.as_python_constant()  # both identity-guarded
     else:
         tx.unsupported("`is` between two values read from outside", category="unsupported operator")
     return ConstantVariable(same if fn is operator.is_ else not same)

@@ -56,8 +56,10 @@ class BaseListVariable(VariableTracker):
     def call_method(self, tx, name, args, kwargs):
         from .builder import fold_call
 
-        if name in ("index", "count", "__len__", "__contains__"):
-            return fold_call(tx, getattr(_Proxy(self.items), name), args, kwargs, f"{self.describe()}.{name}")
+        if name in ("index", "count") and len(args) == 1 and not kwargs:
+            return _index_or_count(tx, self, name, args[0])
+        if name == "__len__":
+            return ConstantVariable(len(self.items))
         tx.unsupported(f"method {name}() of {self.describe()}", category="unsupported call")
 
     def new_like(self, items) -> "BaseListVariable":
@@ -204,14 +206,23 @@ def _sort_keys(tx, items, kwargs) -> list:
     return [k.as_python_constant() for k in keyed]
 
 
-class _Proxy:
-    """Runs read-only list methods over trackers compared as constants."""
-
-    def __init__(self, items):
-        self._values = [i.as_python_constant() if i.is_python_constant() else i for i in items]
-
-    def __getattr__(self, name):
-        return getattr(self._values, name)
+def _index_or_count(tx, seq, name: str, target) -> VariableTracker:
+    """`seq.index(target)` / `seq.count(target)`: identity first, then `==` on constants."""
+    matches = []
+    for i, item in enumerate(seq.items):
+        if item is target:
+            matches.append(i)
+        elif item.is_python_constant() and target.is_python_constant():
+            if item.as_python_constant() == target.as_python_constant():
+                matches.append(i)
+        else:
+            tx.unsupported(f"{name}() compares {item.describe()} with {target.describe()} by value",
+                           category="data-dependent")
+        if matches and name == "index":
+            return ConstantVariable(matches[0])
+    if name == "count":
+        return ConstantVariable(len(matches))
+    tx.raise_user_error(ValueError(f"{target.describe()} is not in list"))
 
 
 class DictVariable(VariableTracker):

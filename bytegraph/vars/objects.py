@@ -81,6 +81,20 @@ class ClassVariable(VariableTracker):
     def call_function(self, tx, args, kwargs):
         if issubclass(self.cls, BaseException) and all(a.is_python_constant() for a in args):
             return UserObjectVariable(self.cls(*[a.as_python_constant() for a in args]))
+        if issubclass(self.cls, tuple) and hasattr(self.cls, "_fields") and self.cls.__new__ is not tuple.__new__:
+            from .containers import NamedTupleVariable
+
+            defaults = getattr(self.cls, "_field_defaults", {})
+            values = dict(zip(self.cls._fields, args))
+            for field in self.cls._fields:
+                if field not in values:
+                    if field in kwargs:
+                        values[field] = kwargs[field]
+                    elif field in defaults:
+                        values[field] = tx.wrap(defaults[field], None)
+                    else:
+                        tx.raise_user_error(TypeError(f"{self.cls.__name__}() missing argument '{field}'"))
+            return NamedTupleVariable([values[f] for f in self.cls._fields], self.cls)
         tx.unsupported(f"creating an instance of {self.cls.__qualname__}", category="unsupported call",
                        hint="objects of user classes can be created outside the compiled function")
 
