@@ -12,7 +12,6 @@ import torch
 import torch.fx
 from torch._subclasses.fake_tensor import (DataDependentOutputException, DynamicOutputShapeException,
                                            FakeTensorMode, UnsupportedOperatorException)
-from torch.utils._pytree import tree_map
 
 from ..guards.guard import Guard, GuardKind, TensorSpec
 from ..vars.base import VariableTracker
@@ -71,14 +70,14 @@ class OutputGraph:
 
     def call_op(self, kind: str, target, args: list, kwargs: dict) -> VariableTracker:
         tx = self.current_tx
-        fx_args = tuple(_to_fx(tx, a) for a in args)
-        fx_kwargs = {k: _to_fx(tx, v) for k, v in kwargs.items()}
-        fake_args = tree_map(_example_of, fx_args)
-        fake_kwargs = tree_map(_example_of, fx_kwargs)
+        fx_args = tuple([_to_fx(tx, a) for a in args])
+        fx_kwargs = {k: _to_fx(tx, v) for k, v in kwargs.items()} if kwargs else {}
+        fake_args = tuple([_example_of(a) for a in fx_args])
+        fake_kwargs = {k: _example_of(v) for k, v in fx_kwargs.items()} if kwargs else {}
         example = self._run_fake(tx, kind, target, fake_args, fake_kwargs)
         node = self.graph.create_node(kind, target, fx_args, fx_kwargs)
         node.meta["example_value"] = example
-        node.meta["stack_trace"] = tx.stack_trace()
+        node.meta["bg_frames"] = tx.frames()
         for arg in args:
             if isinstance(arg, TensorVariable) and arg.example is example:
                 return arg  # an in-place op returns its input: keep one tracker (and `is`)
@@ -110,9 +109,23 @@ def _op_name(kind: str, target) -> str:
 
 
 def _example_of(x):
+    """The fake value standing for an FX argument (nodes inside lists and tuples too)."""
     if isinstance(x, torch.fx.Node):
         return x.meta["example_value"]
+    if isinstance(x, (list, tuple)) and type(x) in (list, tuple):
+        return type(x)(_example_of(i) for i in x)
+    if isinstance(x, dict):
+        return {k: _example_of(v) for k, v in x.items()}
     return x
+
+
+def add_stack_traces(graph: torch.fx.Graph) -> None:
+    """Fill `node.meta["stack_trace"]` (user file/line of each op) from the recorded frames."""
+    for node in graph.nodes:
+        frames = node.meta.get("bg_frames")
+        if frames is not None:
+            node.meta["stack_trace"] = "".join(
+                f'  File "{code.co_filename}", line {lineno}, in {code.co_name}\n' for code, lineno in frames)
 
 
 def _to_fx(tx, vt):

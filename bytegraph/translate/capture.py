@@ -15,7 +15,7 @@ from .. import config
 from .._bytecode.assemble import make_code
 from ..errors import GraphBreak, InternalTracerError, UserCodeRaisesError
 from ..graph.codegen import PyCodegen
-from ..graph.output_graph import OutputGraph
+from ..graph.output_graph import OutputGraph, add_stack_traces
 from ..guards.sources import ClosureSource, GlobalsDictSource, LocalSource
 from ..vars.containers import BaseListVariable, DictVariable
 from ..vars.functions import CellVariable
@@ -93,6 +93,7 @@ def _emit_graph_call(cg: PyCodegen, output: OutputGraph, result, fn, backend) ->
     if not has_ops:
         return None
     graph.output(tuple(vt.node for vt in outputs))
+    add_stack_traces(graph)
     if config.debug:
         graph.lint()
     gm = torch.fx.GraphModule(torch.nn.Module(), graph)

@@ -96,9 +96,14 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
             tx = tx.parent
         return frames
 
-    def stack_trace(self) -> str:
-        return "\n".join(f'  File "{f.rsplit(":", 1)[0]}", line {f.rsplit(":", 1)[1].split(" ")[0]}'
-                         for f in reversed(self.user_stack()))
+    def frames(self) -> tuple:
+        """(code, lineno) of this frame and its inlining parents, outermost first (cheap)."""
+        frames = []
+        tx = self
+        while tx is not None:
+            frames.append((tx.code, tx.inst.lineno if tx.inst is not None else tx.code.co_firstlineno))
+            tx = tx.parent
+        return tuple(reversed(frames))
 
     def unsupported(self, reason: str, category: str = "unsupported", hint: str = ""):
         raise GraphBreak(reason, self.location(), category, hint, self.user_stack())

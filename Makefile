@@ -1,0 +1,35 @@
+# Developer entry points: the virtual environment, the demo, the tests and the benchmark.
+#
+# `.venv` is built once with CPython 3.11 and reused; the stamp file records a finished
+# install and is redone only when pyproject.toml changes. torch is pinned and installed
+# first, so no later step can pull another torch version.
+
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.bytegraph-installed
+TORCH := torch==2.13.0
+PYTEST_ARGS ?=
+
+.PHONY: $(VENV) demo test bench
+
+$(VENV): $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null || { \
+	  echo "error: bytegraph needs CPython 3.11, and '$(PYTHON)' is missing or another version." >&2; \
+	  echo "       Install Python 3.11, or run: make PYTHON=/path/to/python3.11" >&2; \
+	  exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install '$(TORCH)'
+	$(PY) -m pip install -e '.[dev]' '$(TORCH)'
+	touch $@
+
+demo: $(STAMP)
+	$(PY) -m bench.demo
+
+test: $(STAMP)
+	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(PY) -m bench.run

@@ -1,0 +1,308 @@
+"""`make bench`: bytegraph against `torch.compile(backend="eager")`, side by side, in one run.
+
+For every workload in `bench.workloads` and each system:
+- capture time: wall time of the first call of a freshly compiled function, after resetting that
+  system; the median of several fresh captures, the two systems interleaved. Both systems are
+  warmed up first on an unrelated function, so one-time import and initialisation is excluded.
+- per-call overhead: steady-state time per call of the compiled function minus that of eager.
+  Eager and both compiled functions run in interleaved rounds of many calls (order rotated each
+  round, gc off inside a round), so drift on this noisy machine hits all of them alike; each
+  variant's time per call is the median over its rounds.
+
+The first output of every capture is compared with eager's; a mismatch counts as a failure.
+A system that fails on a workload gets the error in its row and the run goes on. Results go to
+stdout as a table and to `bench/results/latest.json`. `--profile WORKLOAD` instead runs one
+bytegraph capture of WORKLOAD under cProfile and prints where the time goes.
+"""
+
+import argparse
+import cProfile
+import gc
+import json
+import os
+import platform
+import pstats
+import statistics
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+import bytegraph
+from bench.workloads import WORKLOADS, Case, Workload
+
+CAPTURE_RATIO_TARGET = 0.25
+OVERHEAD_RATIO_TARGET = 0.5
+ROUND_SECONDS = 0.05
+RESULTS_PATH = Path(__file__).resolve().parent / "results" / "latest.json"
+
+
+@dataclass(frozen=True)
+class System:
+    name: str
+    compile: Callable[[Callable[..., Any]], Callable[..., Any]]
+    reset: Callable[[], None]
+
+
+def _torch_reset() -> None:
+    import torch._dynamo
+
+    torch._dynamo.reset()
+
+
+SYSTEMS = (
+    System("bytegraph", lambda fn: bytegraph.compile(fn, backend="eager"), lambda: bytegraph.reset()),
+    System("torch.compile", lambda fn: torch.compile(fn, backend="eager"), _torch_reset),
+)
+
+
+@dataclass
+class Measurement:
+    """One system on one workload; once `error` is set its numbers read as missing (None)."""
+
+    capture_ms_samples: list[float] = field(default_factory=list)
+    per_call_us_rounds: list[float] = field(default_factory=list)
+    error: str | None = None
+    traceback: str | None = None
+    compiled: Callable[..., Any] | None = None
+    case: Case | None = None  # what `compiled` was captured on, reused for per-call timing
+
+    @property
+    def capture_ms(self) -> float | None:
+        ok = self.capture_ms_samples and self.error is None
+        return statistics.median(self.capture_ms_samples) if ok else None
+
+    @property
+    def per_call_us(self) -> float | None:
+        ok = self.per_call_us_rounds and self.error is None
+        return statistics.median(self.per_call_us_rounds) if ok else None
+
+    def fail(self, exc: BaseException) -> None:
+        self.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+        self.traceback = traceback.format_exc()
+        self.compiled = self.case = None
+
+
+def _warmup_fn(x):
+    return (x * 2).sum() - 1
+
+
+def warm_up() -> None:
+    """Pay each system's one-time costs (imports, lazy initialisation) before any timing."""
+    x = torch.ones(4)
+    for system in SYSTEMS:
+        try:
+            system.reset()
+            compiled = system.compile(_warmup_fn)
+            compiled(x)
+            compiled(x)
+        except Exception as exc:  # reported again, per workload, where it matters
+            print(f"warning: {system.name} warm-up failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+def _capture_once(system: System, work: Workload, expected: Any, m: Measurement) -> None:
+    case = work.build()
+    gc.collect()
+    system.reset()
+    compiled = system.compile(case.fn)
+    start = time.perf_counter()
+    out = compiled(*case.args)
+    m.capture_ms_samples.append((time.perf_counter() - start) * 1e3)
+    try:
+        torch.testing.assert_close(out, expected)
+    except AssertionError as exc:
+        raise AssertionError(f"output differs from eager: {exc}") from None
+    m.compiled, m.case = compiled, case
+
+
+def measure_captures(work: Workload, captures: int) -> dict[str, Measurement]:
+    case = work.build()
+    expected = case.fn(*case.args)
+    results = {system.name: Measurement() for system in SYSTEMS}
+    for _ in range(captures):
+        for system in SYSTEMS:
+            m = results[system.name]
+            if m.error is None:
+                try:
+                    _capture_once(system, work, expected, m)
+                except Exception as exc:
+                    m.fail(exc)
+    return results
+
+
+def _time_calls(fn: Callable[..., Any], args: tuple[Any, ...], calls: int) -> float:
+    gc.collect()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn(*args)
+        return (time.perf_counter() - start) / calls
+    finally:
+        gc.enable()
+
+
+def measure_per_call(
+    eager: Case, results: dict[str, Measurement], rounds: int, max_calls: int
+) -> list[float]:
+    """Time eager and every compiled function that captured; return eager's rounds (µs)."""
+    variants: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {"eager": (eager.fn, eager.args)}
+    for name, m in results.items():
+        if m.compiled is not None:
+            try:
+                m.compiled(*m.case.args)  # one warm call past the capture
+                variants[name] = (m.compiled, m.case.args)
+            except Exception as exc:
+                m.fail(exc)
+    slowest = max(_time_calls(fn, args, 3) for fn, args in variants.values())
+    calls = max(10, min(max_calls, int(ROUND_SECONDS / max(slowest, 1e-9))))
+    names = list(variants)
+    rounds_us: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[: r % len(names)]:
+            try:
+                rounds_us[name].append(_time_calls(*variants[name], calls) * 1e6)
+            except Exception as exc:
+                results[name].fail(exc)
+                names.remove(name)
+    for name, m in results.items():
+        if m.error is None:
+            m.per_call_us_rounds = rounds_us[name]
+    return rounds_us["eager"]
+
+
+def _ratio(ours: float | None, theirs: float | None) -> float | None:
+    if ours is None or theirs is None or ours <= 0 or theirs <= 0:
+        return None
+    return ours / theirs
+
+
+def _verdict(ours: float | None, theirs: float | None, target: float) -> str:
+    """PASS/FAIL against `target`; a non-positive number compares directly (ours ≤ theirs)."""
+    if ours is None or theirs is None:
+        return "FAIL"
+    ratio = _ratio(ours, theirs)
+    ok = ours <= theirs if ratio is None else ratio <= target
+    return "PASS" if ok else "FAIL"
+
+
+def run_workload(work: Workload, captures: int, rounds: int, max_calls: int) -> dict[str, Any]:
+    results = measure_captures(work, captures)
+    eager_rounds = measure_per_call(work.build(), results, rounds, max_calls)
+    eager_us = statistics.median(eager_rounds)
+    row: dict[str, Any] = {"name": work.name, "description": work.description, "eager_us": eager_us,
+                           "eager_us_rounds": eager_rounds, "systems": {}}
+    for name, m in results.items():
+        row["systems"][name] = {
+            "capture_ms": m.capture_ms,
+            "capture_ms_samples": m.capture_ms_samples,
+            "per_call_us": m.per_call_us,
+            "per_call_us_rounds": m.per_call_us_rounds,
+            "overhead_us": None if m.per_call_us is None else m.per_call_us - eager_us,
+            "error": m.error,
+            "traceback": m.traceback,
+        }
+    ours, theirs = row["systems"]["bytegraph"], row["systems"]["torch.compile"]
+    for metric, target in (("capture_ms", CAPTURE_RATIO_TARGET), ("overhead_us", OVERHEAD_RATIO_TARGET)):
+        row[f"{metric}_ratio"] = _ratio(ours[metric], theirs[metric])
+        row[f"{metric}_verdict"] = _verdict(ours[metric], theirs[metric], target)
+    return row
+
+
+_HEADERS = (
+    "workload", "eager µs",
+    "bg capt ms", "tc capt ms", "ratio", f"≤{CAPTURE_RATIO_TARGET}",
+    "bg ovh µs", "tc ovh µs", "ratio", f"≤{OVERHEAD_RATIO_TARGET}",
+)
+
+
+def _cell(value: float | None, fmt: str) -> str:
+    return "ERROR" if value is None else format(value, fmt)
+
+
+def _ratio_cell(ratio: float | None) -> str:
+    return "n/a" if ratio is None else f"{ratio:.3f}"
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    table = [list(_HEADERS)]
+    errors = []
+    for row in rows:
+        bg, tc = row["systems"]["bytegraph"], row["systems"]["torch.compile"]
+        table.append([
+            row["name"], f"{row['eager_us']:.1f}",
+            _cell(bg["capture_ms"], ".2f"), _cell(tc["capture_ms"], ".2f"),
+            _ratio_cell(row["capture_ms_ratio"]), row["capture_ms_verdict"],
+            _cell(bg["overhead_us"], ".1f"), _cell(tc["overhead_us"], ".1f"),
+            _ratio_cell(row["overhead_us_ratio"]), row["overhead_us_verdict"],
+        ])
+        errors += [f"  {row['name']} / {name}: {s['error']}" for name, s in row["systems"].items() if s["error"]]
+    widths = [max(len(cells[i]) for cells in table) for i in range(len(_HEADERS))]
+    out = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+           for cells in table]
+    out.append("")
+    out.append(f"bg = bytegraph, tc = torch.compile(backend='eager'); targets: capture ratio bg/tc "
+               f"≤ {CAPTURE_RATIO_TARGET}, per-call overhead ratio ≤ {OVERHEAD_RATIO_TARGET} "
+               f"(an overhead ≤ 0 passes when bg's ≤ tc's)")
+    if errors:
+        out += ["", "errors (full tracebacks in the JSON):", *errors]
+    return "\n".join(out)
+
+
+def write_json(rows: list[dict[str, Any]], settings: dict[str, Any]) -> None:
+    RESULTS_PATH.parent.mkdir(parents=True, exist_ok=True)
+    report = {
+        "python": platform.python_version(), "torch": torch.__version__, "machine": platform.platform(),
+        "settings": settings,
+        "targets": {"capture_ratio": CAPTURE_RATIO_TARGET, "overhead_ratio": OVERHEAD_RATIO_TARGET},
+        "workloads": rows,
+    }
+    RESULTS_PATH.write_text(json.dumps(report, indent=2) + "\n")
+
+
+def profile_capture(work: Workload, top: int = 30) -> None:
+    """Profile one fresh bytegraph capture of `work` (first call only), sorted by cumulative time."""
+    warm_up()
+    case = work.build()
+    bytegraph.reset()
+    compiled = bytegraph.compile(case.fn, backend="eager")
+    profiler = cProfile.Profile()
+    profiler.runcall(compiled, *case.args)
+    print(f"bytegraph capture of {work.name!r} under cProfile:")
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats(top)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
+    parser.add_argument("workloads", nargs="*", metavar="WORKLOAD",
+                        help=f"workloads to run (default: all of {', '.join(WORKLOADS)})")
+    parser.add_argument("--captures", type=int, default=5, help="fresh captures per system (median)")
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds (median kept)")
+    parser.add_argument("--calls", type=int, default=2000, help="most calls per round")
+    parser.add_argument("--profile", metavar="WORKLOAD", choices=list(WORKLOADS),
+                        help="profile one bytegraph capture of WORKLOAD and exit")
+    args = parser.parse_args(argv)
+    if args.profile:
+        profile_capture(WORKLOADS[args.profile])
+        return
+    unknown = [name for name in args.workloads if name not in WORKLOADS]
+    if unknown:
+        parser.error(f"unknown workload(s) {', '.join(unknown)}; known: {', '.join(WORKLOADS)}")
+    selected = [WORKLOADS[name] for name in args.workloads or WORKLOADS]
+    warm_up()
+    rows = []
+    for work in selected:
+        print(f"running {work.name} ...", file=sys.stderr, flush=True)
+        rows.append(run_workload(work, args.captures, args.rounds, args.calls))
+    print(format_table(rows))
+    write_json(rows, {"captures": args.captures, "rounds": args.rounds, "max_calls": args.calls,
+                      "round_seconds": ROUND_SECONDS})
+    print(f"\nresults written to {os.path.relpath(RESULTS_PATH)}")
+
+
+if __name__ == "__main__":
+    main()
