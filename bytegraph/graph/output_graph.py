@@ -8,6 +8,8 @@ output, op without a fake kernel) and errors of the user's own program.
 """
 from __future__ import annotations
 
+import contextlib
+
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import (DataDependentOutputException, DynamicOutputShapeException,
@@ -63,10 +65,22 @@ class OutputGraph:
         return guards
 
     # ---- ops -------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def tracing(self):
+        """Scope of the symbolic run: the fake mode is active (entered once, not per op)
+        and the real grad mode follows the traced one; both are restored on exit."""
+        prior = torch.is_grad_enabled()
+        try:
+            with self.fake_mode:
+                yield
+        finally:
+            torch._C._set_grad_enabled(prior)
+
     def set_grad_enabled(self, mode: bool) -> None:
         if mode != self.grad_enabled:
             self.graph.call_function(torch._C._set_grad_enabled, (mode,))
             self.grad_enabled = mode
+            torch._C._set_grad_enabled(mode)
 
     def call_op(self, kind: str, target, args: list, kwargs: dict) -> VariableTracker:
         tx = self.current_tx
@@ -84,13 +98,11 @@ class OutputGraph:
         return wrap_op_result(tx, node, example)
 
     def _run_fake(self, tx, kind, target, args, kwargs):
-        prior = torch.is_grad_enabled()
-        torch._C._set_grad_enabled(self.grad_enabled)
+        """Run the op on fake values (inside `tracing()`, so the fake mode is active)."""
         try:
-            with self.fake_mode:
-                if kind == "call_method":
-                    return getattr(args[0], target)(*args[1:], **kwargs)
-                return target(*args, **kwargs)
+            if kind == "call_method":
+                return getattr(args[0], target)(*args[1:], **kwargs)
+            return target(*args, **kwargs)
         except _DATA_DEPENDENT_ERRORS as e:
             tx.unsupported(f"{_op_name(kind, target)} has an output that depends on tensor data ({type(e).__name__})",
                            category="data-dependent")
@@ -98,8 +110,6 @@ class OutputGraph:
             tx.unsupported(f"{_op_name(kind, target)} has no fake-tensor kernel ({e})", category="unsupported op")
         except Exception as e:  # the user's program raises here (bad shapes, bad arguments)
             tx.raise_user_error(e)
-        finally:
-            torch._C._set_grad_enabled(prior)
 
 
 def _op_name(kind: str, target) -> str:

@@ -63,16 +63,17 @@ def _trace_and_codegen(fn, values, backend, output):
     code = fn.__code__
     tx = Translator(code, fn.__globals__, GlobalsDictSource(), {}, {}, output)
     output.current_tx = tx
-    for name, value in zip(argument_names(code), values):
-        tx.locals[name] = tx.wrap(value, LocalSource(name))
-    for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
-        source = ClosureSource(i, name)
-        try:
-            contents = tx.wrap(cell.cell_contents, source)
-        except ValueError:
-            contents = None
-        tx.cells[name] = CellVariable(name, contents, source)
-    result = tx.run()
+    with output.tracing():
+        for name, value in zip(argument_names(code), values):
+            tx.locals[name] = tx.wrap(value, LocalSource(name))
+        for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
+            source = ClosureSource(i, name)
+            try:
+                contents = tx.wrap(cell.cell_contents, source)
+            except ValueError:
+                contents = None
+            tx.cells[name] = CellVariable(name, contents, source)
+        result = tx.run()
     output.current_tx = tx
     cg = PyCodegen(tx, code, tx.inst.lineno or code.co_firstlineno)
     graph_name = _emit_graph_call(cg, output, result, fn, backend)
