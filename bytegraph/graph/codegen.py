@@ -22,6 +22,7 @@ class PyCodegen:
         self.instructions: list = []
         self.graph_outputs: dict = {}  # id(TensorVariable) -> index into the graph's output tuple
         self.graph_module = None
+        self.tempvars: dict = {}  # id(tracker made during tracing) -> local holding its real value
 
     def _emit(self, opname: str, arg=_NO_ARG) -> None:
         if arg is _NO_ARG:
@@ -86,4 +87,70 @@ class PyCodegen:
             self.load_const(index)
             self.binary_subscr()
             return
+        if vt.source is None and _built_once(vt):
+            # Note [Side-effect replay]: a value made during tracing is built once, so
+            # every path that reaches it (return value, replayed writes) gets one object.
+            name = self.tempvars.get(id(vt))
+            if name is not None:
+                self.load_fast(name)
+                return
+            vt.reconstruct(self)
+            name = f"__bg_tmp_{len(self.tempvars)}"
+            self.tempvars[id(vt)] = name
+            self._emit("COPY", 1)
+            self.store_fast(name)
+            return
         vt.reconstruct(self)
+
+    # ---- emitters for side-effect replay (graph/side_effects.py) -----------------------
+    def reconstruct_items(self, items, build_opcode: str) -> None:
+        for item in items:
+            self.reconstruct(item)
+        self.build(build_opcode, len(items))
+
+    def store_subscr(self) -> None:
+        self._emit("STORE_SUBSCR")
+
+    def delete_subscr(self) -> None:
+        self._emit("DELETE_SUBSCR")
+
+    def store_attr(self, name: str) -> None:
+        self._emit("STORE_ATTR", name)
+
+    def delete_attr(self, name: str) -> None:
+        self._emit("DELETE_ATTR", name)
+
+    def store_global(self, name: str) -> None:
+        self._emit("STORE_GLOBAL", name)
+
+    def delete_global(self, name: str) -> None:
+        self._emit("DELETE_GLOBAL", name)
+
+    def store_deref(self, name: str) -> None:
+        self._emit("STORE_DEREF", FreeVar(name) if name in self.code.co_freevars else CellVar(name))
+
+    def delete_deref(self, name: str) -> None:
+        self._emit("DELETE_DEREF", FreeVar(name) if name in self.code.co_freevars else CellVar(name))
+
+    def load_closure(self, name: str) -> None:
+        """Push the cell object itself of the frame's cell or free variable `name`."""
+        self._emit("LOAD_CLOSURE", FreeVar(name) if name in self.code.co_freevars else CellVar(name))
+
+    def pop_top(self) -> None:
+        self._emit("POP_TOP")
+
+    def call_and_pop(self, nargs: int) -> None:
+        self.call(nargs)
+        self.pop_top()
+
+    def call_and_pop_2(self) -> None:
+        self.call_and_pop(2)
+
+
+def _built_once(vt) -> bool:
+    from ..vars.containers import BaseListVariable, DictVariable, SetVariable, SizeVariable
+    from ..vars.functions import CellVariable, NestedFunctionVariable
+    from ..vars.objects import UserObjectVariable
+
+    return isinstance(vt, (BaseListVariable, DictVariable, SetVariable, CellVariable, NestedFunctionVariable,
+                           UserObjectVariable)) and not isinstance(vt, SizeVariable)

@@ -15,6 +15,7 @@ import torch.fx
 from torch._subclasses.fake_tensor import (DataDependentOutputException, DynamicOutputShapeException,
                                            FakeTensorMode, UnsupportedOperatorException)
 
+from . import fake_memo
 from ..guards.guard import Guard, GuardKind, TensorSpec
 from ..vars.base import VariableTracker
 from ..vars.builder import wrap_op_result
@@ -99,10 +100,19 @@ class OutputGraph:
 
     def _run_fake(self, tx, kind, target, args, kwargs):
         """Run the op on fake values (inside `tracing()`, so the fake mode is active)."""
+        key = fake_memo.memo_key(kind, target, args, kwargs)
+        if key is not None:
+            cached = fake_memo.lookup(self.fake_mode, key)
+            if cached is not None:
+                return cached
         try:
             if kind == "call_method":
-                return getattr(args[0], target)(*args[1:], **kwargs)
-            return target(*args, **kwargs)
+                result = getattr(args[0], target)(*args[1:], **kwargs)
+            else:
+                result = target(*args, **kwargs)
+            if key is not None:
+                fake_memo.remember(key, args, result)
+            return result
         except _DATA_DEPENDENT_ERRORS as e:
             tx.unsupported(f"{_op_name(kind, target)} has an output that depends on tensor data ({type(e).__name__})",
                            category="data-dependent")

@@ -1,0 +1,212 @@
+"""The side-effect log of one capture and its replay in residual bytecode.
+
+Owns: which *pre-existing* Python objects (trackers with a source) the traced code
+mutated, the pending attribute writes per object, global writes per (globals dict,
+name) and closure-cell writes; the identity map that makes one real object one tracker
+however many paths reach it; and the bytecode that replays all of it after the graph.
+
+Invariants (see Note [Side-effect replay]):
+- Tracing never mutates a real object. Containers are mutated on their tracker (so every
+  alias sees the change); attribute, global and cell writes are kept here (and on the
+  tracker for attributes) and are visible to later reads of the same trace.
+- Recording a write is O(1): a dict insert keyed by `id(tracker)` (or by the global's
+  key). Nothing walks all trackers per mutation; `replay` walks the log once.
+- Replay keeps identity: `old[:] = new`, `d.clear(); d.update(new)`, `s.clear();
+  s.update(new)`, `setattr`/`delattr`, `STORE_GLOBAL` / `module_dict[name] = v`,
+  `cell.cell_contents = v`. A pre-existing container is never rebound.
+
+# Note [Side-effect replay]
+Replay runs after the graph call in two phases: first every operand (the return value,
+then each effect's target object and new value) is loaded onto the stack, then the
+stores run, last-pushed first. So every load sees the pre-call state of the world,
+exactly like the values the trace read: `a.x, a.y = a.y, a.x` and `old = xs[0];
+xs[0] = y; return old` come out right. A tracker made during tracing that is reached
+twice (returned and stored, stored twice) is built once and kept in a temporary local
+(`PyCodegen.reconstruct`), so aliasing survives.
+"""
+from __future__ import annotations
+
+import types
+
+from ..vars.objects import DELETED  # pending value of a deleted attribute or global
+
+
+def _replace_dict(d, new):
+    d.clear()
+    d.update(new)
+
+
+def _replace_set(s, new):
+    s.clear()
+    s.update(new)
+
+
+def _make_function(code, f_globals, qualname, defaults, kwdefaults, closure):
+    fn = types.FunctionType(code, f_globals, code.co_name, defaults, closure)
+    fn.__qualname__ = qualname
+    if kwdefaults:
+        fn.__kwdefaults__ = kwdefaults
+    return fn
+
+
+def _new_cell(*contents):
+    return types.CellType(*contents)
+
+
+# Names residual code binds these helpers to (constants in co_consts).
+REPLAY_HELPERS = {"replace_dict": _replace_dict, "replace_set": _replace_set,
+                  "make_function": _make_function, "new_cell": _new_cell}
+
+
+class SideEffects:
+    """Everything the traced code did to the caller's world, in O(1) per write."""
+
+    __slots__ = ("mutated", "attr_objects", "globals", "cells", "by_id", "_keepalive", "writes")
+
+    def __init__(self):
+        self.mutated: dict = {}        # id(container tracker) -> tracker (sourced list/dict/set)
+        self.attr_objects: dict = {}   # id(object tracker) -> tracker with pending `attrs`
+        self.globals: dict = {}        # (id(globals dict), name) -> [globals_source, dict, name, value]
+        self.cells: dict = {}          # id(cell tracker) -> sourced CellVariable written
+        self.by_id: dict = {}          # id(real mutable object) -> tracker (identity map)
+        self._keepalive: list = []     # the real objects of `by_id` (ids stay unique)
+        self.writes = 0                # number of recorded writes (for stats and tests)
+
+    # ---- recording ---------------------------------------------------------------------
+    def mutate(self, vt) -> None:
+        """Container `vt` (with a source) was changed in place; replay its final state."""
+        self.mutated[id(vt)] = vt
+        self.writes += 1
+
+    def note_attr_write(self, vt) -> None:
+        """`vt.attrs` (its pending attribute writes) changed."""
+        self.attr_objects[id(vt)] = vt
+        self.writes += 1
+
+    def store_global(self, f_globals: dict, globals_source, name: str, value) -> None:
+        key = (id(f_globals), name)
+        entry = self.globals.get(key)
+        if entry is None:
+            self.globals[key] = [globals_source, f_globals, name, value]
+        else:
+            entry[3] = value
+        self.writes += 1
+
+    def pending_global(self, f_globals: dict, name: str):
+        """The tracker written to global `name` of `f_globals` (DELETED, or None if none)."""
+        entry = self.globals.get((id(f_globals), name))
+        return None if entry is None else entry[3]
+
+    def store_cell(self, cell_vt) -> None:
+        if cell_vt.source is not None:
+            self.cells[id(cell_vt)] = cell_vt
+        self.writes += 1
+
+    # ---- identity ------------------------------------------------------------------------
+    def tracker_for(self, value):
+        return self.by_id.get(id(value))
+
+    def remember(self, value, vt) -> None:
+        self.by_id[id(value)] = vt
+        self._keepalive.append(value)
+
+    def has_effects(self) -> bool:
+        return bool(self.mutated or self.attr_objects or self.globals or self.cells)
+
+    # ---- values the replay needs -----------------------------------------------------------
+    def values(self) -> list:
+        """Every tracker the replay writes (for collecting graph outputs)."""
+        out = []
+        for vt in self.mutated.values():
+            out.append(vt)
+        for vt in self.attr_objects.values():
+            out.extend(v for v in vt.attrs.values() if v is not DELETED)
+        for entry in self.globals.values():
+            if entry[3] is not DELETED:
+                out.append(entry[3])
+        for cell in self.cells.values():
+            if cell.contents is not None:
+                out.append(cell.contents)
+        return out
+
+    # ---- replay ------------------------------------------------------------------------------
+    def replay(self, cg) -> None:
+        """Emit the replay (stack-neutral; see Note [Side-effect replay])."""
+        from ..vars.containers import DictVariable, ListVariable, SetVariable
+
+        suffixes = []
+        for vt in self.mutated.values():
+            if isinstance(vt, ListVariable):
+                # src[:] = [items...]
+                cg.reconstruct_items(vt.items, "BUILD_LIST")
+                vt.source.reconstruct(cg)
+                cg.load_const(slice(None))
+                suffixes.append(cg.store_subscr)
+            elif isinstance(vt, DictVariable):
+                cg.push_null()
+                cg.load_const(_replace_dict)
+                vt.source.reconstruct(cg)
+                for k, v in vt.items.items():
+                    cg.load_const(k)
+                    cg.reconstruct(v)
+                cg.build("BUILD_MAP", len(vt.items))
+                suffixes.append(cg.call_and_pop_2)
+            elif isinstance(vt, SetVariable):
+                cg.push_null()
+                cg.load_const(_replace_set)
+                vt.source.reconstruct(cg)
+                cg.load_const(tuple(vt.items))
+                suffixes.append(cg.call_and_pop_2)
+            else:  # pragma: no cover - only containers are logged here
+                raise AssertionError(f"cannot replay a mutation of {vt!r}")
+        for vt in self.attr_objects.values():
+            for name, value in vt.attrs.items():
+                if value is DELETED:
+                    vt.source.reconstruct(cg)
+                    suffixes.append(_bound(cg.delete_attr, name))
+                else:
+                    cg.reconstruct(value)
+                    vt.source.reconstruct(cg)
+                    suffixes.append(_bound(cg.store_attr, name))
+        for globals_source, f_globals, name, value in self.globals.values():
+            root = globals_source.__class__.__name__ == "GlobalsDictSource"
+            if value is DELETED:
+                if root:
+                    suffixes.append(_bound(cg.delete_global, name))
+                else:
+                    globals_source.reconstruct(cg)
+                    cg.load_const(name)
+                    suffixes.append(cg.delete_subscr)
+            else:
+                cg.reconstruct(value)
+                if root:
+                    suffixes.append(_bound(cg.store_global, name))
+                else:
+                    globals_source.reconstruct(cg)
+                    cg.load_const(name)
+                    suffixes.append(cg.store_subscr)
+        for cell in self.cells.values():
+            suffixes.append(_cell_store(cg, cell))
+        for suffix in reversed(suffixes):
+            suffix()
+
+
+def _bound(method, arg):
+    return lambda: method(arg)
+
+
+def _cell_store(cg, cell):
+    """Push the operands of writing `cell` (a sourced CellVariable); return the store."""
+    from ..guards.sources import AttrSource, ClosureSource
+
+    src = cell.source
+    deleted = cell.contents is None
+    if isinstance(src, ClosureSource):  # the root frame's own free variable
+        if not deleted:
+            cg.reconstruct(cell.contents)
+        return _bound(cg.delete_deref if deleted else cg.store_deref, src.var_name)
+    assert isinstance(src, AttrSource) and src.attr == "cell_contents", src
+    if not deleted:
+        cg.reconstruct(cell.contents)
+    src.base.reconstruct(cg)
+    return _bound(cg.delete_attr if deleted else cg.store_attr, "cell_contents")
