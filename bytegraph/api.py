@@ -13,6 +13,7 @@ import warnings
 from .graph.backends import lookup_backend
 from .runtime.compiled_function import CompiledFunction, reset_all
 from .runtime.logs import logger
+from .runtime.module_wrapper import CompiledModule, unwrap
 
 _GENERATOR_OR_ASYNC = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | \
     inspect.CO_ITERABLE_COROUTINE
@@ -43,11 +44,19 @@ def _compile_callable(fn, backend_fn, fullgraph: bool):
                                          fn.__qualname__)
             return fn
         return CompiledFunction(fn, backend_fn, fullgraph).wrapper
+    if _is_module(fn):
+        return CompiledModule(unwrap(fn), backend_fn, fullgraph)
     call = getattr(type(fn), "__call__", None)
     if isinstance(call, types.FunctionType):
         return types.MethodType(CompiledFunction(call, backend_fn, fullgraph).wrapper, fn)
     raise TypeError(f"bytegraph.compile cannot trace {type(fn).__name__} objects (not Python code); "
                     "call it directly instead")
+
+
+def _is_module(obj) -> bool:
+    import torch.nn
+
+    return isinstance(obj, torch.nn.Module)
 
 
 def reset() -> None:

@@ -169,3 +169,15 @@ def _to_fx(tx, vt):
 def _placeholder_name(source_name: str, index: int) -> str:
     cleaned = "".join(c if c.isalnum() else "_" for c in source_name).strip("_")
     return f"l_{cleaned}" if cleaned else f"input_{index}"
+
+
+def warm_up() -> None:
+    """Pay torch's one-time lazy imports and initialisation (fake tensors, FX codegen) at
+    `import bytegraph` instead of inside the user's first compiled call."""
+    mode = FakeTensorMode()
+    with mode:
+        fake = mode.from_tensor(torch.zeros(1))
+        _ = fake + 1
+    graph = torch.fx.Graph()
+    graph.output(graph.placeholder("x"))
+    torch.fx.GraphModule(torch.nn.Module(), graph)

@@ -26,8 +26,6 @@ twice (returned and stored, stored twice) is built once and kept in a temporary 
 """
 from __future__ import annotations
 
-import types
-
 from ..vars.objects import DELETED  # pending value of a deleted attribute or global
 
 
@@ -39,23 +37,6 @@ def _replace_dict(d, new):
 def _replace_set(s, new):
     s.clear()
     s.update(new)
-
-
-def _make_function(code, f_globals, qualname, defaults, kwdefaults, closure):
-    fn = types.FunctionType(code, f_globals, code.co_name, defaults, closure)
-    fn.__qualname__ = qualname
-    if kwdefaults:
-        fn.__kwdefaults__ = kwdefaults
-    return fn
-
-
-def _new_cell(*contents):
-    return types.CellType(*contents)
-
-
-# Names residual code binds these helpers to (constants in co_consts).
-REPLAY_HELPERS = {"replace_dict": _replace_dict, "replace_set": _replace_set,
-                  "make_function": _make_function, "new_cell": _new_cell}
 
 
 class SideEffects:
@@ -189,6 +170,19 @@ class SideEffects:
             suffixes.append(_cell_store(cg, cell))
         for suffix in reversed(suffixes):
             suffix()
+        self._guard_distinct(cg.tx.output)
+
+    def _guard_distinct(self, output) -> None:
+        """Objects traced as distinct must stay distinct when anything was mutated: the
+        log replays each tracker's final state on its own object."""
+        from ..guards.guard import Guard, GuardKind
+        from ..vars.functions import CellVariable
+
+        if not (self.mutated or self.attr_objects):
+            return
+        sources = tuple(vt.source for vt in self.by_id.values() if not isinstance(vt, CellVariable))
+        if len(sources) > 1:
+            output.add_guard(Guard(GuardKind.NO_ALIASING, sources[0], sources))
 
 
 def _bound(method, arg):

@@ -22,6 +22,7 @@ class GuardKind(enum.Enum):
     NOT_PRESENT = "absent"
     GRAD_MODE = "grad mode"
     NO_ALIASING = "no aliasing"
+    SAME_OBJECT = "same object"  # expected: another Source that must be the same object
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +81,8 @@ class Guard:
         if k is GuardKind.NO_ALIASING:
             names = ", ".join(src.name() for src in self.expected)
             return f"len({{id(v) for v in ({names},)}}) == {len(self.expected)}"
+        if k is GuardKind.SAME_OBJECT:
+            return f"{s} is {self.expected.name()}"
         raise AssertionError(f"unknown guard kind {k}")
 
     def describe(self) -> str:
@@ -103,7 +106,10 @@ class Guard:
         if k is GuardKind.GRAD_MODE:
             return f"torch.is_grad_enabled() is {self.expected}"
         if k is GuardKind.NO_ALIASING:
-            return "tensors " + ", ".join(s.describe() for s in self.expected) + " are distinct objects"
+            what = "tensors " if self.source is None else ""
+            return what + ", ".join(s.describe() for s in self.expected) + " are distinct objects"
+        if k is GuardKind.SAME_OBJECT:
+            return f"{what} is the same object as {self.expected.describe()}"
         raise AssertionError(f"unknown guard kind {k}")
 
 

@@ -16,9 +16,10 @@ from .._bytecode.assemble import make_code
 from ..errors import GraphBreak, InternalTracerError, UserCodeRaisesError
 from ..graph.codegen import PyCodegen
 from ..graph.output_graph import OutputGraph, add_stack_traces
+from ..graph.side_effects import SideEffects
 from ..guards.sources import ClosureSource, GlobalsDictSource, LocalSource
 from ..vars.containers import BaseListVariable, DictVariable
-from ..vars.functions import CellVariable
+from ..vars.functions import CellVariable, NestedFunctionVariable
 from ..vars.tensor import TensorVariable
 from .translator import Translator
 
@@ -47,6 +48,7 @@ def capture(fn: types.FunctionType, values: tuple, backend) -> Capture:
     """Trace `fn` called with argument locals `values`; raises GraphBreak / UserCodeRaisesError."""
     start = time.perf_counter()
     output = OutputGraph()
+    output.side_effects = SideEffects()
     try:
         new_fn, graph_module, graph_name = _trace_and_codegen(fn, values, backend, output)
     except GraphBreak as e:
@@ -73,11 +75,13 @@ def _trace_and_codegen(fn, values, backend, output):
             except ValueError:
                 contents = None
             tx.cells[name] = CellVariable(name, contents, source)
+            output.side_effects.remember(cell, tx.cells[name])
         result = tx.run()
     output.current_tx = tx
     cg = PyCodegen(tx, code, tx.inst.lineno or code.co_firstlineno)
     graph_name = _emit_graph_call(cg, output, result, fn, backend)
     cg.reconstruct(result)
+    output.side_effects.replay(cg)  # Note [Side-effect replay]: after the return value is loaded
     cg.return_value()
     new_code = make_code(cg.instructions, like=code, name=code.co_name)
     new_fn = types.FunctionType(new_code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
@@ -90,6 +94,8 @@ def _emit_graph_call(cg: PyCodegen, output: OutputGraph, result, fn, backend) ->
     graph = output.graph
     outputs = []
     _collect_graph_tensors(result, outputs, cg.graph_outputs)
+    for vt in output.side_effects.values():
+        _collect_graph_tensors(vt, outputs, cg.graph_outputs)
     has_ops = any(node.op not in ("placeholder",) for node in graph.nodes)
     if not has_ops:
         return None
@@ -107,15 +113,29 @@ def _emit_graph_call(cg: PyCodegen, output: OutputGraph, result, fn, backend) ->
     return name
 
 
-def _collect_graph_tensors(vt, outputs: list, index: dict) -> None:
-    """Assign an output slot to every graph-computed tensor reachable from `vt`."""
+def _collect_graph_tensors(vt, outputs: list, index: dict, seen: set | None = None) -> None:
+    """Assign an output slot to every graph-computed tensor reachable from `vt` (the return
+    value, or a value the side-effect replay writes: containers, closures, cells)."""
     if isinstance(vt, TensorVariable):
         if vt.source is None and id(vt) not in index:
             index[id(vt)] = len(outputs)
             outputs.append(vt)
-    elif isinstance(vt, BaseListVariable):
+        return
+    if seen is None:
+        seen = set()
+    if id(vt) in seen:
+        return
+    seen.add(id(vt))
+    if isinstance(vt, BaseListVariable):
         for item in vt.items:
-            _collect_graph_tensors(item, outputs, index)
+            _collect_graph_tensors(item, outputs, index, seen)
     elif isinstance(vt, DictVariable):
         for item in vt.items.values():
-            _collect_graph_tensors(item, outputs, index)
+            _collect_graph_tensors(item, outputs, index, seen)
+    elif isinstance(vt, CellVariable):
+        if vt.contents is not None:
+            _collect_graph_tensors(vt.contents, outputs, index, seen)
+    elif isinstance(vt, NestedFunctionVariable):
+        for part in (vt.defaults, vt.kwdefaults, vt.closure):
+            if part is not None:
+                _collect_graph_tensors(part, outputs, index, seen)

@@ -5,6 +5,7 @@ import operator
 import types
 
 from ..vars.constant import ConstantVariable
+from ..vars.objects import DELETED
 
 from .ops_stack import NULL
 
@@ -37,13 +38,24 @@ class LoadStoreOps:
     def LOAD_GLOBAL(self, inst):
         if inst.arg & 1:
             self.stack.append(NULL)
-        self.stack.append(self.load_global_value(inst.argval))
+        pending = self.output.side_effects.pending_global(self.f_globals, inst.argval)
+        if pending is None:
+            self.stack.append(self.load_global_value(inst.argval))
+        elif pending is DELETED:
+            self.raise_user_error(NameError(f"name '{inst.argval}' is not defined"))
+        else:
+            self.stack.append(pending)
 
     def STORE_GLOBAL(self, inst):
-        self.unsupported(f"assigning global '{inst.argval}'", category="side effect",
-                         hint="writes to globals are not captured yet; return the value instead")
+        """Recorded in the side-effect log (any module's globals), replayed after the graph."""
+        self.output.side_effects.store_global(self.f_globals, self.globals_source, inst.argval, self.stack.pop())
 
-    DELETE_GLOBAL = STORE_GLOBAL
+    def DELETE_GLOBAL(self, inst):
+        name = inst.argval
+        pending = self.output.side_effects.pending_global(self.f_globals, name)
+        if pending is DELETED or (pending is None and name not in self.f_globals):
+            self.raise_user_error(NameError(f"name '{name}' is not defined"))
+        self.output.side_effects.store_global(self.f_globals, self.globals_source, name, DELETED)
 
     def LOAD_DEREF(self, inst):
         cell = self.cells[inst.argval]
@@ -56,16 +68,18 @@ class LoadStoreOps:
 
     def STORE_DEREF(self, inst):
         cell = self.cells[inst.argval]
-        if cell.source is not None:
-            self.unsupported(f"assigning closure variable '{inst.argval}' of an enclosing function",
-                             category="side effect", hint="nonlocal writes to outer frames are not captured yet")
         cell.contents = self.stack.pop()
+        if cell.source is not None:  # a pre-existing cell: replayed as `cell.cell_contents = v`
+            self.output.side_effects.store_cell(cell)
 
     def DELETE_DEREF(self, inst):
         cell = self.cells[inst.argval]
-        if cell.source is not None:
-            self.unsupported(f"deleting closure variable '{inst.argval}'", category="side effect")
+        if cell.contents is None:
+            self.raise_user_error(NameError(
+                f"free variable '{inst.argval}' referenced before assignment in enclosing scope"))
         cell.contents = None
+        if cell.source is not None:
+            self.output.side_effects.store_cell(cell)
 
     def LOAD_CLOSURE(self, inst):
         self.stack.append(self.cells[inst.argval])
@@ -81,13 +95,10 @@ class LoadStoreOps:
 
     def STORE_ATTR(self, inst):
         obj = self.stack.pop()
-        self.stack.pop()
-        self.unsupported(f"setting attribute '{inst.argval}' of {obj.describe()}", category="side effect",
-                         hint="attribute writes are not captured yet")
+        obj.store_attr(self, inst.argval, self.stack.pop())
 
     def DELETE_ATTR(self, inst):
-        obj = self.stack.pop()
-        self.unsupported(f"deleting attribute '{inst.argval}' of {obj.describe()}", category="side effect")
+        self.stack.pop().delete_attr(self, inst.argval)
 
     def BINARY_SUBSCR(self, inst):
         key = self.stack.pop()

@@ -32,6 +32,14 @@ class VariableTracker:
     def call_function(self, tx, args: list, kwargs: dict) -> "VariableTracker":
         tx.unsupported(f"calling {self.describe()}", category="unsupported call")
 
+    def store_attr(self, tx, name: str, value: "VariableTracker") -> None:
+        """`obj.name = value` (STORE_ATTR, setattr): record it, visible to later reads."""
+        tx.unsupported(f"setting attribute '{name}' of {self.describe()}", category="side effect")
+
+    def delete_attr(self, tx, name: str) -> None:
+        """`del obj.name` (DELETE_ATTR, delattr)."""
+        tx.unsupported(f"deleting attribute '{name}' of {self.describe()}", category="side effect")
+
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> "VariableTracker":
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 

@@ -22,6 +22,7 @@ from .builtins import BuiltinVariable, is_builtin
 from .constant import ConstantVariable, is_constant_value
 from .containers import DictVariable, ListVariable, NamedTupleVariable, SetVariable, SizeVariable, TupleVariable
 from .functions import BoundMethodVariable, PartialVariable, UserFunctionVariable
+from .nn_module import build_module
 from .objects import ClassVariable, PythonModuleVariable, UserObjectVariable
 from .tensor import TensorVariable
 from .torch_functions import TorchFunctionVariable, TorchSpecialVariable, is_graph_op, is_special
@@ -33,10 +34,24 @@ def wrap(tx, value, source=None, guard: bool = True) -> VariableTracker:
         cached = tx.output.tracked.get(source)
         if cached is not None:
             return cached
+        side_effects = tx.output.side_effects
+        known = side_effects.tracker_for(value)
+        if known is not None:
+            # One real mutable object reached by a second path is the same tracker, so a
+            # mutation through one path is seen through the other; guarded to stay aliased.
+            if guard:
+                tx.output.add_guard(Guard(GuardKind.SAME_OBJECT, source, known.source, tx.location()))
+            tx.output.tracked[source] = known
+            return known
     vt = _build(tx, value, source, guard and source is not None)
     if source is not None:
         tx.output.tracked[source] = vt
+        if isinstance(vt, _IDENTITY_TRACKED):
+            side_effects.remember(value, vt)
     return vt
+
+
+_IDENTITY_TRACKED = (ListVariable, DictVariable, SetVariable, UserObjectVariable)
 
 
 def _guard(tx, do_guard: bool, kind: GuardKind, source, expected=None) -> None:
@@ -124,6 +139,8 @@ def _build_object(tx, value, source, do_guard: bool) -> VariableTracker:
         tx.unsupported(f"calling C function {getattr(value, '__qualname__', value)!s}, which bytegraph "
                        "does not know", category="unsupported call",
                        hint="move the call outside the compiled function")
+    if isinstance(value, torch.nn.Module):
+        return build_module(tx, value, source, do_guard)
     if source is None:
         tx.unsupported(f"an object of type {type(value).__qualname__} made outside the trace without a source",
                        category="unsupported value")

@@ -336,6 +336,25 @@ def _getattr(tx, fn, args, kwargs):
     return obj.var_getattr(tx, name)
 
 
+@handles(builtins.setattr)
+def _setattr(tx, fn, args, kwargs):
+    obj, name, value = args
+    obj.store_attr(tx, name.as_python_constant(), value)
+    return ConstantVariable(None)
+
+
+@handles(builtins.delattr)
+def _delattr(tx, fn, args, kwargs):
+    args[0].delete_attr(tx, args[1].as_python_constant())
+    return ConstantVariable(None)
+
+
+def _is_deleted(vt) -> bool:
+    from .objects import DELETED
+
+    return vt is DELETED
+
+
 @handles(builtins.hasattr)
 def _hasattr(tx, fn, args, kwargs):
     return ConstantVariable(_has_attr(tx, args[0], args[1].as_python_constant()))
@@ -348,6 +367,12 @@ def _has_attr(tx, obj, name: str) -> bool:
         return hasattr(obj.value, name)
     if isinstance(obj, TensorVariable):
         return hasattr(obj.example, name)
+    if isinstance(obj, UserObjectVariable) and obj.pending_attr_present(name) is not None:
+        return obj.pending_attr_present(name)  # written or deleted earlier in this trace
+    if isinstance(obj, PythonModuleVariable) and obj.source is not None:
+        pending = tx.output.side_effects.pending_global(obj.module.__dict__, name)
+        if pending is not None:
+            return not _is_deleted(pending)
     if isinstance(obj, (PythonModuleVariable, UserObjectVariable, ClassVariable)):
         real = obj.module if isinstance(obj, PythonModuleVariable) else (
             obj.value if isinstance(obj, UserObjectVariable) else obj.cls)

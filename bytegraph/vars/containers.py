@@ -1,9 +1,10 @@
 """Python containers: tuples, lists, torch.Size, namedtuples, dicts and sets.
 
-A container made during tracing (`source is None`) is mutated in place on its tracker,
-so every alias sees the change. A container read from the caller's world is guarded
-(type and length, dict keys) and read-only for now: mutating it would need the
-side-effect log, so it breaks the graph.
+Every container is mutated in place on its tracker, so every alias sees the change.
+A container read from the caller's world (it has a source) is guarded by its state
+when read (type and length, dict keys) and, when mutated, is recorded in the
+side-effect log (`tx.output.side_effects`, O(1) per write) so the residual code
+replays its final state on the real object, keeping its identity.
 """
 from __future__ import annotations
 
@@ -19,11 +20,9 @@ _SET_MUTATORS = frozenset({"add", "discard", "remove", "pop", "clear", "update"}
 
 
 def _check_mutable(tx, vt, name: str) -> None:
+    """Record that `name()` mutates `vt`: pre-existing containers go to the side-effect log."""
     if vt.source is not None:
-        tx.unsupported(f"{name}() mutates {vt.source.describe()}, which was passed in from outside",
-                       category="side effect",
-                       hint="mutating pre-existing containers is not captured yet; "
-                            "build a new container inside the compiled function instead")
+        tx.output.side_effects.mutate(vt)
 
 
 class BaseListVariable(VariableTracker):

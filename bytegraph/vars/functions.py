@@ -17,7 +17,9 @@ from .constant import ConstantVariable
 
 
 class CellVariable(VariableTracker):
-    """A closure cell. `contents` is a tracker or None (empty); sourced cells are read-only."""
+    """A closure cell. `contents` is a tracker or None (empty). A pre-existing cell's
+    `source` is the source of its *contents* (`ClosureSource`, or `...cell_contents`);
+    writes to it are recorded in the side-effect log (STORE_DEREF)."""
 
     __slots__ = ("contents", "name")
 
@@ -28,6 +30,23 @@ class CellVariable(VariableTracker):
 
     def python_type(self) -> type:
         return types.CellType
+
+    def reconstruct(self, cg) -> None:
+        """Push the cell object itself (a fresh real cell for one made during tracing)."""
+        from ..guards.sources import ClosureSource
+
+        if isinstance(self.source, ClosureSource):
+            cg.load_closure(self.source.var_name)
+        elif self.source is not None:
+            self.source.base.reconstruct(cg)  # `<cell>.cell_contents` -> the cell
+        else:
+            cg.push_null()
+            cg.load_const(types.CellType)
+            if self.contents is None:
+                cg.call(0)
+            else:
+                cg.reconstruct(self.contents)
+                cg.call(1)
 
 
 class BaseFunctionVariable(VariableTracker):
@@ -85,13 +104,20 @@ class UserFunctionVariable(BaseFunctionVariable):
 
     def closure_cells(self, tx):
         cells = []
+        side_effects = tx.output.side_effects
         for i, (name, cell) in enumerate(zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ())):
+            known = side_effects.tracker_for(cell)  # one tracker per real cell: writes stay visible
+            if known is not None:
+                cells.append(known)
+                continue
             src = AttrSource(ItemSource(AttrSource(self.source, "__closure__"), i), "cell_contents")
             try:
                 contents = tx.wrap(cell.cell_contents, src)
             except ValueError:
                 contents = None
-            cells.append(CellVariable(name, contents, src))
+            vt = CellVariable(name, contents, src)
+            side_effects.remember(cell, vt)
+            cells.append(vt)
         return cells
 
     def var_getattr(self, tx, name):
@@ -139,6 +165,43 @@ class NestedFunctionVariable(BaseFunctionVariable):
 
     def describe(self) -> str:
         return f"function {self.qualname}"
+
+    def reconstruct(self, cg) -> None:
+        """`types.FunctionType(code, globals, name, defaults, closure)` with qualname and
+        keyword defaults, so the function escapes with the right globals and real cells."""
+        from ..guards.sources import GlobalsDictSource
+
+        cg.push_null()
+        cg.load_const(_make_function)
+        cg.load_const(self.code)
+        if isinstance(self.globals_source, GlobalsDictSource) or self.globals_source is None:
+            cg.load_const(self.f_globals)
+        else:
+            self.globals_source.reconstruct(cg)
+        cg.load_const(self.qualname)
+        if self.defaults is None:
+            cg.load_const(None)
+        else:
+            cg.reconstruct(self.defaults)
+        if self.kwdefaults is None:
+            cg.load_const(None)
+        else:
+            cg.reconstruct(self.kwdefaults)
+        if self.closure is None:
+            cg.load_const(None)
+        else:
+            for cell in self.closure.items:
+                cg.reconstruct(cell)
+            cg.build("BUILD_TUPLE", len(self.closure.items))
+        cg.call(6)
+
+
+def _make_function(code, f_globals, qualname, defaults, kwdefaults, closure):
+    fn = types.FunctionType(code, f_globals, code.co_name, defaults, closure)
+    fn.__qualname__ = qualname
+    if kwdefaults:
+        fn.__kwdefaults__ = kwdefaults
+    return fn
 
 
 class BoundMethodVariable(VariableTracker):

@@ -3,6 +3,11 @@
 Attribute lookup on an instance follows Python's order with `inspect.getattr_static`
 (data descriptors, instance dict, class attributes along the MRO); functions found on
 the class become bound methods that are inlined, properties run their getter inlined.
+
+Attribute writes (`store_attr`/`delete_attr`) on a pre-existing instance are kept on its
+tracker (`attrs`, name -> tracker or DELETED) and recorded in the side-effect log, which
+replays them with `setattr`/`delattr` after the graph; later reads in the same trace see
+them. Writes to a module's attributes are global writes of that module.
 """
 from __future__ import annotations
 
@@ -12,6 +17,17 @@ import types
 from ..guards.sources import AttrSource
 from .base import VariableTracker
 from .functions import BoundMethodVariable
+
+class _Deleted:
+    """The pending value of a deleted attribute or global (see graph/side_effects.py)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<deleted>"
+
+
+DELETED = _DELETED = _Deleted()
 
 # Modules whose attributes are taken as fixed (no guard per attribute read).
 _TRUSTED_MODULE_PREFIXES = ("torch", "math", "operator", "functools", "builtins", "itertools",
@@ -37,12 +53,32 @@ class PythonModuleVariable(VariableTracker):
         return self.module
 
     def var_getattr(self, tx, name):
+        pending = tx.output.side_effects.pending_global(self.module.__dict__, name)
+        if pending is not None:
+            if pending is _DELETED:
+                tx.raise_user_error(AttributeError(f"module {self.module.__name__!r} has no attribute {name!r}"))
+            return pending
         try:
             value = getattr(self.module, name)
         except AttributeError as e:
             tx.raise_user_error(e)
         src = AttrSource(self.source, name) if self.source is not None else None
         return tx.wrap(value, src, guard=not _trusted(self.module))
+
+    def store_attr(self, tx, name, value) -> None:
+        self._write(tx, name, value)
+
+    def delete_attr(self, tx, name) -> None:
+        if name not in self.module.__dict__ and \
+                tx.output.side_effects.pending_global(self.module.__dict__, name) in (None, _DELETED):
+            tx.raise_user_error(AttributeError(f"module {self.module.__name__!r} has no attribute {name!r}"))
+        self._write(tx, name, _DELETED)
+
+    def _write(self, tx, name, value) -> None:
+        if self.source is None:
+            tx.unsupported(f"setting attribute {name!r} of {self.describe()} reached without a source",
+                           category="side effect")
+        tx.output.side_effects.store_global(self.module.__dict__, AttrSource(self.source, "__dict__"), name, value)
 
     def describe(self) -> str:
         return f"module {self.module.__name__}"
@@ -105,16 +141,65 @@ class ClassVariable(VariableTracker):
 class UserObjectVariable(VariableTracker):
     """An instance of a user class (or any object without a dedicated tracker)."""
 
-    __slots__ = ("value",)
+    __slots__ = ("value", "attrs")
 
     def __init__(self, value, source=None):
         super().__init__(source)
         self.value = value
+        self.attrs = None  # pending attribute writes: name -> tracker or _DELETED
 
     def python_type(self) -> type:
         return type(self.value)
 
+    # ---- attribute writes ------------------------------------------------------------
+    def store_attr(self, tx, name, value) -> None:
+        self._check_writable(tx, name, "setting")
+        self._write(tx, name, value)
+
+    def delete_attr(self, tx, name) -> None:
+        self._check_writable(tx, name, "deleting")
+        if self.pending_attr_present(name) is False or (
+                self.pending_attr_present(name) is None and name not in self.value.__dict__):
+            tx.raise_user_error(AttributeError(name))
+        self._write(tx, name, _DELETED)
+
+    def pending_attr_present(self, name):
+        """True/False if a write in this trace decided whether instance attribute `name`
+        exists, None if the real object decides."""
+        if self.attrs is None or name not in self.attrs:
+            return None
+        return self.attrs[name] is not _DELETED
+
+    def _write(self, tx, name, value) -> None:
+        if self.attrs is None:
+            self.attrs = {}
+        self.attrs[name] = value
+        tx.output.side_effects.note_attr_write(self)
+
+    def _check_writable(self, tx, name: str, what: str) -> None:
+        cls = type(self.value)
+        if self.source is None:
+            tx.unsupported(f"{what} attribute {name!r} of an object made during tracing", category="side effect")
+        if cls.__setattr__ is not object.__setattr__ or cls.__delattr__ is not object.__delattr__:
+            tx.unsupported(f"{what} attribute {name!r} of {self.describe()}, whose class defines "
+                           "__setattr__/__delattr__", category="side effect")
+        cls_attr = _class_attr(cls, name)
+        if cls_attr is not None and (hasattr(type(cls_attr), "__set__") or hasattr(type(cls_attr), "__delete__")):
+            tx.unsupported(f"{what} attribute {name!r} of {self.describe()} through a descriptor "
+                           f"({type(cls_attr).__name__})", category="side effect")
+        if not isinstance(getattr(self.value, "__dict__", None), dict):
+            tx.unsupported(f"{what} attribute {name!r} of {self.describe()}, which has no __dict__",
+                           category="side effect")
+
     def var_getattr(self, tx, name):
+        if self.attrs is not None and name in self.attrs:
+            pending = self.attrs[name]
+            if pending is not _DELETED:
+                return pending
+            if _class_attr(type(self.value), name) is None:
+                return self._dynamic_getattr(tx, name)
+            tx.unsupported(f"reading class attribute {name!r} after deleting the instance attribute",
+                           category="side effect")
         src = AttrSource(self.source, name) if self.source is not None else None
         try:
             static = inspect.getattr_static(self.value, name)
