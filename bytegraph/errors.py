@@ -41,6 +41,7 @@ class GraphBreak(Exception):
         self.hint = hint
         self.user_stack = tuple(user_stack)
         self.guards = None  # the guards collected before the break (set by the capture)
+        self.chain = ()  # ((code, instruction offset), ...) from the root frame to the breaking one
 
     def to_unsupported(self) -> Unsupported:
         return Unsupported(self.reason, self.location, self.hint, self.user_stack)

@@ -65,6 +65,11 @@ class PyCodegen:
     def push_null(self) -> None:
         self._emit("PUSH_NULL")
 
+    def call_method0(self, name: str) -> None:
+        """Call the zero-argument method `name` of the object on top of the stack."""
+        self._emit("LOAD_METHOD", name)
+        self.call(0)
+
     def call(self, nargs: int) -> None:
         self._emit("PRECALL", nargs)
         self._emit("CALL", nargs)

@@ -193,3 +193,37 @@ class ObjectSource(Source):
 
     def reconstruct(self, cg) -> None:
         cg.load_const(self.obj)
+
+
+@dataclass(frozen=True, slots=True)
+class IteratorSeqSource(Source):
+    """The sequence a `tuple_iterator`/`list_iterator` at `base` walks (from `__reduce__`)."""
+
+    base: Source
+
+    def name(self) -> str:
+        return f"{self.base.name()}.__reduce__()[1][0]"
+
+    def describe(self) -> str:
+        return f"items of iterator {self.base.describe()}"
+
+    def reconstruct(self, cg) -> None:
+        self.base.reconstruct(cg)
+        cg.call_method0("__reduce__")
+        cg.load_const(1)
+        cg.binary_subscr()
+        cg.load_const(0)
+        cg.binary_subscr()
+
+
+@dataclass(frozen=True, slots=True)
+class IteratorIndexSource(Source):
+    """How far the `tuple_iterator`/`list_iterator` at `base` has advanced."""
+
+    base: Source
+
+    def name(self) -> str:
+        return f"{self.base.name()}.__reduce__()[2]"
+
+    def describe(self) -> str:
+        return f"position of iterator {self.base.describe()}"

@@ -32,6 +32,7 @@ class _Missing:
 
 
 _MISSING = _Missing()
+_callees: dict = {}  # (function, id(backend)) -> compiled wrapper, for residual calls
 
 
 class CacheEntry:
@@ -137,6 +138,16 @@ class CompiledFunction:
         wrapper.__bg_compiled__ = self
         return wrapper
 
+    def compile_callee(self, fn: types.FunctionType):
+        """The bytegraph wrapper (same backend) for a callee or resume function that the
+        residual code of a graph break calls."""
+        key = (fn, id(self.backend))
+        wrapper = _callees.get(key)
+        if wrapper is None:
+            wrapper = CompiledFunction(fn, self.backend, False).wrapper
+            _callees[key] = wrapper
+        return wrapper
+
     def _refresh(self) -> None:
         self.wrapper.__code__ = self._compile_wrapper_code()
 
@@ -161,7 +172,7 @@ class CompiledFunction:
                 return self.fn
             logger("recompiles").debug("recompiling %s: %s", self.code.co_qualname, reason)
         try:
-            result = capture(self.fn, values, self.backend)
+            result = capture(self.fn, values, self.backend, self.fullgraph, self.compile_callee)
         except GraphBreak as e:
             if self.fullgraph:
                 raise e.to_unsupported() from None
@@ -179,6 +190,12 @@ class CompiledFunction:
         guards = CompiledGuards(result.guards, self.argnames, self.fn.__globals__, self.fn.__closure__)
         entry = CacheEntry(guards, result.fn, "compiled", result.graph_module, result.graph_name,
                            result.seconds)
+        if result.graph_break is not None:
+            brk = result.graph_break
+            entry.reason = f"graph break at {brk.location}: {brk.reason}"
+            logger("graph_breaks").debug("graph break in %s at %s [%s]: %s%s", self.code.co_qualname,
+                                         brk.location, brk.category, brk.reason,
+                                         f" (hint: {brk.hint})" if brk.hint else "")
         self._log_capture(entry)
         self.entries.append(entry)
         self._refresh()
@@ -212,5 +229,9 @@ class RecompileLimitWarning(UserWarning):
 
 
 def reset_all() -> None:
+    from ..translate.translator import BREAK_MARKERS
+
     for state in list(_live):
         state.reset()
+    _callees.clear()
+    BREAK_MARKERS.clear()

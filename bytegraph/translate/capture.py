@@ -20,8 +20,10 @@ from ..graph.side_effects import SideEffects
 from ..guards.sources import ClosureSource, GlobalsDictSource, LocalSource
 from ..vars.containers import BaseListVariable, DictVariable
 from ..vars.functions import CellVariable, NestedFunctionVariable
+from ..vars.objects import DELETED, UserObjectVariable
 from ..vars.tensor import TensorVariable
-from .translator import Translator
+from .breaks import emit_break, resumable_reason
+from .translator import Translator, mark_breaks
 
 _graph_ids = itertools.count()
 
@@ -35,6 +37,7 @@ class Capture:
     graph_module: torch.fx.GraphModule | None
     graph_name: str | None
     seconds: float
+    graph_break: GraphBreak | None = None  # set when the capture ended at a resumable break
 
 
 def argument_names(code: types.CodeType) -> tuple[str, ...]:
@@ -44,24 +47,38 @@ def argument_names(code: types.CodeType) -> tuple[str, ...]:
     return code.co_varnames[:n]
 
 
-def capture(fn: types.FunctionType, values: tuple, backend) -> Capture:
-    """Trace `fn` called with argument locals `values`; raises GraphBreak / UserCodeRaisesError."""
+def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = False,
+            compile_fn=None) -> Capture:
+    """Trace `fn` called with argument locals `values`.
+
+    Returns a `Capture`; at a resumable graph break (not under `fullgraph`) the capture
+    ends there and `Capture.graph_break` says why. Raises GraphBreak (nothing could be
+    captured), UserCodeRaisesError or InternalTracerError. A break inside an inlined call
+    restarts the capture once, breaking at the outermost call site (Note [Break markers]).
+    """
     start = time.perf_counter()
-    output = OutputGraph()
-    output.side_effects = SideEffects()
-    try:
-        new_fn, graph_module, graph_name = _trace_and_codegen(fn, values, backend, output)
-    except GraphBreak as e:
-        e.guards = output.finish_guards()
-        raise
-    except UserCodeRaisesError:
-        raise
-    except Exception as e:  # a tracer bug: reported with the guards seen so far
-        raise InternalTracerError(e, output.finish_guards()) from e
-    return Capture(new_fn, output.finish_guards(), graph_module, graph_name, time.perf_counter() - start)
+    for attempt in (0, 1):
+        output = OutputGraph()
+        output.side_effects = SideEffects()
+        try:
+            new_fn, graph_module, graph_name, brk = _trace_and_codegen(
+                fn, values, backend, output, fullgraph, compile_fn)
+        except GraphBreak as e:
+            if len(e.chain) > 1 and not fullgraph and attempt == 0:
+                mark_breaks(e)
+                continue
+            e.guards = output.finish_guards()
+            raise
+        except UserCodeRaisesError:
+            raise
+        except Exception as e:  # a tracer bug: reported with the guards seen so far
+            raise InternalTracerError(e, output.finish_guards()) from e
+        return Capture(new_fn, output.finish_guards(), graph_module, graph_name,
+                       time.perf_counter() - start, brk)
+    raise AssertionError("unreachable: the restarted capture breaks at the call site")
 
 
-def _trace_and_codegen(fn, values, backend, output):
+def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
     code = fn.__code__
     tx = Translator(code, fn.__globals__, GlobalsDictSource(), {}, {}, output)
     output.current_tx = tx
@@ -76,9 +93,30 @@ def _trace_and_codegen(fn, values, backend, output):
                 contents = None
             tx.cells[name] = CellVariable(name, contents, source)
             output.side_effects.remember(cell, tx.cells[name])
-        result = tx.run()
+        brk = None
+        try:
+            result = tx.run()
+        except GraphBreak as e:
+            if len(e.chain) > 1 or fullgraph or compile_fn is None:
+                raise
+            why_not = resumable_reason(tx)
+            if why_not is not None:
+                e.reason = f"{e.reason} (and {why_not}, so the frame runs eagerly)"
+                raise
+            brk = e
     output.current_tx = tx
     cg = PyCodegen(tx, code, tx.inst.lineno or code.co_firstlineno)
+    if brk is not None:
+        names = []
+
+        def emit_graph_call(cg, values):
+            names.append(_emit_graph_call(cg, output, values, fn, backend))
+            output.side_effects.replay(cg)
+
+        emit_break(cg, tx, fn, compile_fn, emit_graph_call)
+        new_code = make_code(cg.instructions, like=code, name=code.co_name)
+        new_fn = types.FunctionType(new_code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
+        return new_fn, cg.graph_module, names[0], brk
     graph_name = _emit_graph_call(cg, output, result, fn, backend)
     cg.reconstruct(result)
     output.side_effects.replay(cg)  # Note [Side-effect replay]: after the return value is loaded
@@ -86,7 +124,7 @@ def _trace_and_codegen(fn, values, backend, output):
     new_code = make_code(cg.instructions, like=code, name=code.co_name)
     new_fn = types.FunctionType(new_code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
     new_fn.__kwdefaults__ = fn.__kwdefaults__
-    return new_fn, cg.graph_module, graph_name
+    return new_fn, cg.graph_module, graph_name, None
 
 
 def _emit_graph_call(cg: PyCodegen, output: OutputGraph, result, fn, backend) -> str | None:
@@ -135,6 +173,10 @@ def _collect_graph_tensors(vt, outputs: list, index: dict, seen: set | None = No
     elif isinstance(vt, CellVariable):
         if vt.contents is not None:
             _collect_graph_tensors(vt.contents, outputs, index, seen)
+    elif isinstance(vt, UserObjectVariable):
+        for item in (vt.attrs or {}).values():
+            if item is not DELETED:
+                _collect_graph_tensors(item, outputs, index, seen)
     elif isinstance(vt, NestedFunctionVariable):
         for part in (vt.defaults, vt.kwdefaults, vt.closure):
             if part is not None:

@@ -5,9 +5,14 @@ import operator
 import types
 
 from ..vars.constant import ConstantVariable
+from ..guards.sources import global_source
+from ..vars.lazy_int import wrap_int
 from ..vars.objects import DELETED
 
 from .ops_stack import NULL
+
+
+_MISSING = object()
 
 
 class LoadStoreOps:
@@ -38,9 +43,14 @@ class LoadStoreOps:
     def LOAD_GLOBAL(self, inst):
         if inst.arg & 1:
             self.stack.append(NULL)
-        pending = self.output.side_effects.pending_global(self.f_globals, inst.argval)
+        name = inst.argval
+        pending = self.output.side_effects.pending_global(self.f_globals, name)
         if pending is None:
-            self.stack.append(self.load_global_value(inst.argval))
+            value = self.f_globals.get(name, _MISSING)
+            if type(value) is int:  # e.g. `global step; step += 1`: pinned only if used as a value
+                self.stack.append(wrap_int(self, value, global_source(self.globals_source, name)))
+            else:
+                self.stack.append(self.load_global_value(name))
         elif pending is DELETED:
             self.raise_user_error(NameError(f"name '{inst.argval}' is not defined"))
         else:

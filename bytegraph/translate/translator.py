@@ -13,7 +13,7 @@ from .. import config
 from .._bytecode.instructions import instructions_of
 from ..errors import GraphBreak, UserCodeRaisesError
 from ..guards.guard import Guard, GuardKind
-from ..guards.sources import global_source
+from ..guards.sources import ObjectSource, global_source
 from ..vars import builder
 from ..vars.functions import CellVariable
 from ..vars.iterators import IteratorVariable
@@ -29,6 +29,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
     def __init__(self, code, f_globals: dict, globals_source, local_vars: dict, cells: dict,
                  output, parent: "Translator | None" = None):
         self.code = code
+        self.break_at = BREAK_MARKERS.get(code)
         self.instructions = instructions_of(code)
         self.f_globals = f_globals
         self.globals_source = globals_source
@@ -44,6 +45,8 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         self.kw_names: tuple = ()
         self.return_value = None
         self.yielded = None
+        self.snapshot_stack: list = []  # the root frame's stack before its current instruction
+        self.snapshot_kw_names: tuple = ()
 
     # ---- running ---------------------------------------------------------------------
     def run(self):
@@ -52,10 +55,17 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         dispatch = DISPATCH
         previous = self.output.current_tx
         self.output.current_tx = self
+        root = self.parent is None
+        break_at = self.break_at
         try:
             while self.return_value is None and self.yielded is None:
                 inst = instructions[self.ip]
                 self.inst = inst
+                if root:
+                    self.snapshot_stack = list(self.stack)
+                    self.snapshot_kw_names = self.kw_names
+                if break_at is not None and inst.offset in break_at:
+                    self.unsupported(*break_at[inst.offset])
                 self.ip += 1
                 dispatch[inst.opcode](self, inst)
         finally:
@@ -106,7 +116,14 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         return tuple(reversed(frames))
 
     def unsupported(self, reason: str, category: str = "unsupported", hint: str = ""):
-        raise GraphBreak(reason, self.location(), category, hint, self.user_stack())
+        brk = GraphBreak(reason, self.location(), category, hint, self.user_stack())
+        chain = []
+        tx = self
+        while tx is not None:
+            chain.append((tx.code, tx.inst.offset if tx.inst is not None else -1))
+            tx = tx.parent
+        brk.chain = tuple(reversed(chain))
+        raise brk
 
     def raise_user_error(self, exc: BaseException):
         raise UserCodeRaisesError(f"{type(exc).__name__}: {exc}", self.location()) from exc
@@ -124,11 +141,28 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
             return self.wrap(self.f_globals[name], global_source(self.globals_source, name))
         if name in self.f_builtins:
             self.output.add_guard(Guard(GuardKind.NOT_PRESENT, self.globals_source, name, self.location()))
-            return self.wrap(self.f_builtins[name], None)
+            value = self.f_builtins[name]
+            return self.wrap(value, ObjectSource(value), guard=False)
         self.raise_user_error(NameError(f"name '{name}' is not defined"))
 
     def new_cell(self, name: str, contents=None) -> CellVariable:
         return CellVariable(name, contents)
+
+
+# Note [Break markers]
+# A graph break inside an inlined call cannot be resumed inside the callee: the capture
+# restarts and breaks at the outermost call site instead. The (code, offset) of every
+# frame on the way is remembered here with the reason, so the restarted capture and the
+# later captures of the callees (run through bytegraph by the residual code) break at
+# their call sites at once instead of rediscovering the break. Cleared by `reset()`.
+BREAK_MARKERS: dict = {}
+
+
+def mark_breaks(brk: GraphBreak) -> None:
+    """Remember the call sites of an inlined break (all frames but the innermost)."""
+    for code, offset in brk.chain[:-1]:
+        BREAK_MARKERS.setdefault(code, {})[offset] = (
+            f"call leads to a graph break at {brk.location}: {brk.reason}", brk.category, brk.hint)
 
 
 class GeneratorVariable(IteratorVariable):

@@ -30,12 +30,23 @@ class IteratorVariable(VariableTracker):
 
 
 class ListIteratorVariable(IteratorVariable):
+    """An iterator over known items. Rebuilt at a graph break as `iter((remaining...))`:
+    for-loop iterators live only on the frame's stack, so a fresh one is equivalent."""
+
     __slots__ = ("items", "index")
 
-    def __init__(self, items: list):
-        super().__init__(None)
+    def __init__(self, items: list, source=None):
+        super().__init__(source)
         self.items = items
         self.index = 0
+
+    def reconstruct(self, cg) -> None:
+        cg.push_null()
+        cg.load_const(iter)
+        for item in self.items[self.index:]:
+            cg.reconstruct(item)
+        cg.build("BUILD_TUPLE", len(self.items) - self.index)
+        cg.call(1)
 
     def next_item(self, tx):
         if self.index >= len(self.items):

@@ -1,0 +1,161 @@
+"""Residual code for a graph break in the root frame.
+
+At a break before instruction `i` of the root frame the transformed code: calls the
+graph captured so far, replays pending side effects, restores the live locals and the
+stack as eager would have them, then either
+- runs instruction `i` itself eagerly and calls the resume function(s) for the rest
+  (Note [Resume function signature]); a jump on a tensor gets one resume function per
+  branch; or,
+- when `i` lies inside a `try`/`with` block, jumps into a copy of the original body at
+  `i` so the user's handlers stay in force (the rest of that frame then runs eagerly).
+A user function called by the breaking CALL is replaced by its bytegraph-compiled
+wrapper, so its own prefix and suffix are captured too.
+"""
+from __future__ import annotations
+
+import types
+
+from bytecode import Instr, Label
+
+from .._bytecode.analysis import handlers, live_locals
+from .._bytecode.instructions import instructions_of
+from ..vars.containers import TupleVariable
+from ..vars.functions import BoundMethodVariable, UserFunctionVariable
+from .ops_stack import NULL
+from .resume import body_with_label, make_resume_function, stack_arg_name
+
+# opname -> (values popped, values pushed) for instructions that can run eagerly at a break.
+_EFFECTS = {
+    "BINARY_SUBSCR": (2, 1), "BINARY_OP": (2, 1), "COMPARE_OP": (2, 1), "CONTAINS_OP": (2, 1),
+    "IS_OP": (2, 1), "UNARY_NEGATIVE": (1, 1), "UNARY_POSITIVE": (1, 1), "UNARY_INVERT": (1, 1),
+    "UNARY_NOT": (1, 1), "GET_ITER": (1, 1), "LOAD_ATTR": (1, 1), "STORE_ATTR": (2, 0),
+    "STORE_SUBSCR": (3, 0), "DELETE_SUBSCR": (2, 0), "STORE_GLOBAL": (1, 0), "DELETE_ATTR": (1, 0),
+    "LIST_APPEND": None, "BUILD_STRING": None, "FORMAT_VALUE": None, "CALL": None,
+    "CALL_FUNCTION_EX": None, "UNPACK_SEQUENCE": None, "RETURN_VALUE": None,
+}
+_CONDITIONAL_JUMPS = {
+    "POP_JUMP_FORWARD_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE",
+    "POP_JUMP_BACKWARD_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE",
+    "POP_JUMP_FORWARD_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE",
+    "POP_JUMP_BACKWARD_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE",
+}
+
+
+def _effect(inst) -> tuple[int, int] | None:
+    name = inst.opname
+    if name in _CONDITIONAL_JUMPS:
+        return (1, 0)
+    if name == "CALL":
+        return (inst.arg + 2, 1)
+    if name == "CALL_FUNCTION_EX":
+        return (3 + (inst.arg & 1), 1)
+    if name == "BUILD_STRING":
+        return (inst.arg, 1)
+    if name == "FORMAT_VALUE":
+        return (2 if inst.arg & 0x04 else 1, 1)
+    if name == "UNPACK_SEQUENCE":
+        return (1, inst.arg)
+    return _EFFECTS.get(name)
+
+
+def resumable_reason(tx) -> str | None:
+    """Why a break at the root frame's current instruction cannot be resumed (None: it can)."""
+    if tx.code.co_cellvars:
+        return "the frame has variables captured by inner functions"
+    if _effect(tx.inst) is None or tx.inst.opname == "RETURN_VALUE":
+        return f"a break at {tx.inst.opname} cannot be resumed"
+    return None
+
+
+def emit_break(cg, tx, fn, compile_fn, emit_graph_call) -> None:
+    """Append to `cg` the residual code for a break before the root's current instruction."""
+    code, inst = tx.code, tx.inst
+    index = tx.ip - 1 if tx.instructions[tx.ip - 1] is inst else tx.instructions.index(inst)
+    stack = list(tx.snapshot_stack)
+    live = sorted(n for n in live_locals(code, index) if n in tx.locals)
+    values = [vt for vt in stack if vt is not NULL] + [tx.locals[n] for n in live]
+    emit_graph_call(cg, TupleVariable(values))
+    for name in live:
+        cg.reconstruct(tx.locals[name])
+        cg.store_fast(name)
+    callable_slot = _callable_slot(inst, stack)
+    for slot, vt in enumerate(stack):
+        if vt is NULL:
+            cg.push_null()
+        elif slot == callable_slot:
+            _reconstruct_callee(cg, vt, compile_fn)
+        else:
+            cg.reconstruct(vt)
+    if handlers(code)[index] is not None:
+        body, label = body_with_label(code, index)
+        cg.instructions.append(Instr("JUMP_FORWARD", label))
+        cg.instructions.extend(body)
+        return
+    pops, pushes = _effect(inst)
+    after = [vt is NULL for vt in stack[:len(stack) - pops]] + [False] * pushes
+    if inst.opname in _CONDITIONAL_JUMPS:
+        other = Label()
+        cg.instructions.append(Instr(_CONDITIONAL_JUMPS[inst.opname], other, lineno=cg.lineno))
+        _call_resume(cg, tx, fn, index + 1, after, compile_fn)
+        cg.instructions.append(other)
+        _call_resume(cg, tx, fn, inst.target, after, compile_fn)
+        return
+    if inst.opname == "CALL":
+        if tx.snapshot_kw_names:
+            cg.instructions.append(Instr("KW_NAMES", tx.snapshot_kw_names, lineno=cg.lineno))
+        cg.instructions.append(Instr("PRECALL", inst.arg, lineno=cg.lineno))
+    cg.instructions.append(_original_instr(code, index, cg.lineno))
+    _call_resume(cg, tx, fn, index + 1, after, compile_fn)
+
+
+def _callable_slot(inst, stack) -> int | None:
+    if inst.opname != "CALL":
+        return None
+    slot = len(stack) - inst.arg - 1
+    return slot if stack[slot - 1] is NULL else None
+
+
+def _reconstruct_callee(cg, vt, compile_fn) -> None:
+    """Push the callee of the breaking call, compiled by bytegraph if it is user Python code."""
+    if isinstance(vt, UserFunctionVariable):
+        cg.load_const(compile_fn(vt.fn))
+    elif isinstance(vt, BoundMethodVariable) and isinstance(vt.fn, UserFunctionVariable):
+        cg.push_null()
+        cg.load_const(types.MethodType)
+        cg.load_const(compile_fn(vt.fn.fn))
+        cg.reconstruct(vt.obj)
+        cg.call(2)
+    else:
+        cg.reconstruct(vt)
+
+
+def _call_resume(cg, tx, fn, index: int, null_slots: list, compile_fn) -> None:
+    """Pop the stack into temporaries and return `resume(stack..., live locals...)`."""
+    code = tx.code
+    for slot in reversed(range(len(null_slots))):
+        if null_slots[slot]:
+            cg.instructions.append(Instr("POP_TOP", lineno=cg.lineno))
+        else:
+            cg.store_fast(stack_arg_name(slot))
+    live = tuple(sorted(n for n in live_locals(code, index) if n in tx.locals))
+    resume = compile_fn(make_resume_function(fn, code, index, tuple(null_slots), live))
+    cg.push_null()
+    cg.load_const(resume)
+    args = [stack_arg_name(s) for s, is_null in enumerate(null_slots) if not is_null] + list(live)
+    for name in args:
+        cg.load_fast(name)
+    cg.call(len(args))
+    cg.return_value()
+
+
+def _original_instr(code, index: int, lineno: int) -> Instr:
+    """The `bytecode` library's Instr for instruction `index` of `code` (non-jump only)."""
+    body, _ = body_with_label(code, index)
+    seen = 0
+    prologue_len = next(i for i, inst in enumerate(instructions_of(code)) if inst.opname == "RESUME") + 1
+    for item in body:
+        if isinstance(item, Instr):
+            if seen == index - prologue_len:
+                return item
+            seen += 1
+    raise AssertionError("instruction not found")
