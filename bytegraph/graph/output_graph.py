@@ -35,6 +35,7 @@ class OutputGraph:
         self.inputs: list = []  # (source, TensorVariable, real tensor), in placeholder order
         self._input_by_id: dict = {}
         self.grad_enabled = torch.is_grad_enabled()
+        self.initial_grad_enabled = self.grad_enabled
         self.current_tx = None
         self.add_guard(Guard(GuardKind.GRAD_MODE, None, self.grad_enabled))
 

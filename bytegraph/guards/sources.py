@@ -43,6 +43,9 @@ class GlobalsDictSource(Source):
     def name(self) -> str:
         return "G"
 
+    def describe(self) -> str:
+        return "the module's globals"
+
     def reconstruct(self, cg) -> None:
         cg.load_globals_dict()
 

@@ -33,6 +33,7 @@ class _Missing:
 
 _MISSING = _Missing()
 _callees: dict = {}  # (function, id(backend)) -> compiled wrapper, for residual calls
+LISTENERS: list = []  # callables (compiled_function, entry, graph_break | None) told of each new entry
 
 
 class CacheEntry:
@@ -197,6 +198,8 @@ class CompiledFunction:
                                          brk.location, brk.category, brk.reason,
                                          f" (hint: {brk.hint})" if brk.hint else "")
         self._log_capture(entry)
+        for listener in LISTENERS:
+            listener(self, entry, result.graph_break)
         self.entries.append(entry)
         self._refresh()
         return entry.fn
@@ -205,8 +208,11 @@ class CompiledFunction:
         """Run the frame eagerly, cached under the guards the failed trace had collected."""
         logger("graph_breaks").debug("running %s eagerly: %s", self.code.co_qualname, reason)
         guards = CompiledGuards(failure.guards, self.argnames, self.fn.__globals__, self.fn.__closure__)
-        self.entries.append(CacheEntry(guards, self.fn, "eager", reason=reason))
+        entry = CacheEntry(guards, self.fn, "eager", reason=reason)
+        self.entries.append(entry)
         self._refresh()
+        for listener in LISTENERS:
+            listener(self, entry, failure if isinstance(failure, GraphBreak) else None)
         return self.fn
 
     def _miss_reason(self, values) -> str:

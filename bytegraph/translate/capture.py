@@ -112,6 +112,12 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
         def emit_graph_call(cg, values):
             names.append(_emit_graph_call(cg, output, values, fn, backend))
             output.side_effects.replay(cg)
+            if output.grad_enabled != output.initial_grad_enabled:  # eager code runs next: set the mode
+                cg.push_null()
+                cg.load_const(torch._C._set_grad_enabled)
+                cg.load_const(output.grad_enabled)
+                cg.call(1)
+                cg.pop_top()
 
         emit_break(cg, tx, fn, compile_fn, emit_graph_call)
         new_code = make_code(cg.instructions, like=code, name=code.co_name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..vars.base import VariableTracker
 from ..vars.containers import DictVariable
 from ..vars.iterators import iterator_of
-from ..vars.torch_functions import GradModeVariable
+from ..vars.torch_functions import GradModeVariable, RestoreGradMode
 from .ops_stack import NULL
 
 
@@ -22,6 +22,9 @@ class WithExitVariable(VariableTracker):
 
     def call_function(self, tx, args, kwargs):
         return self.ctx.exit(tx)
+
+    def reconstruct(self, cg) -> None:
+        cg.load_const(RestoreGradMode(self.ctx.prior))
 
 
 class CallOps:

@@ -82,9 +82,15 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
             self.unsupported(f"inlining depth limit ({config.inline_depth_limit}) reached calling "
                              f"{code.co_qualname}", category="inline depth",
                              hint="raise bytegraph.config.inline_depth_limit or reduce recursion")
+        f_globals, globals_src = fn_vt.globals_and_source()
+        module = f_globals.get("__name__", "") or ""
+        if module.split(".", 1)[0] in NOT_INLINED_MODULES:
+            self.unsupported(f"call to {module}.{code.co_name}() is not traced (it does I/O or "
+                             f"keeps global state)", category="unsupported call",
+                             hint="the call runs eagerly at a graph break; move it outside the "
+                                  "compiled function to avoid the break")
         bound = fn_vt.bind_args(self, args, kwargs)
         cells = {cell.name: cell for cell in fn_vt.closure_cells(self)}
-        f_globals, globals_src = fn_vt.globals_and_source()
         child = Translator(code, f_globals, globals_src, bound, cells, self.output, parent=self)
         if code.co_flags & 0x20:
             return GeneratorVariable(child)
@@ -148,6 +154,14 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
     def new_cell(self, name: str, contents=None) -> CellVariable:
         return CellVariable(name, contents)
 
+
+# Library modules whose functions do I/O, threading or keep global state: calling them
+# is a graph break (the call runs eagerly) instead of an attempt to inline them.
+NOT_INLINED_MODULES = frozenset({
+    "logging", "warnings", "threading", "random", "time", "os", "sys", "io", "pdb", "traceback",
+    "inspect", "pickle", "subprocess", "socket", "numpy", "tqdm", "copy", "gc", "weakref", "abc",
+    "contextlib", "atexit", "signal", "shutil", "tempfile", "pathlib", "json", "csv", "datetime",
+})
 
 # Note [Break markers]
 # A graph break inside an inlined call cannot be resumed inside the callee: the capture

@@ -14,7 +14,9 @@ import operator
 
 import torch
 
+from ..hints import graph_break
 from .base import VariableTracker
+from .lazy_int import UNPINNED_OPS, unpinned_operator
 from .constant import ConstantVariable
 from .containers import (BaseListVariable, DictVariable, ListVariable, SetVariable, SizeVariable,
                          TupleVariable)
@@ -98,6 +100,10 @@ INPLACE_TO_BINARY = dict(zip(_INPLACE, _BINARY))
 
 @handles(*_BINARY, *_COMPARE, *_UNARY)
 def _operator(tx, fn, args, kwargs):
+    if fn in UNPINNED_OPS:  # `self.calls + 1` stays unpinned (vars/lazy_int.py)
+        lazy = unpinned_operator(tx, fn, args)
+        if lazy is not None:
+            return lazy
     if _any_tensor(args):
         target = operator.abs if fn is builtins.abs else fn
         return tx.output.call_op("call_function", target, args, kwargs)
@@ -546,6 +552,11 @@ def _reduce(tx, fn, args, kwargs):
 def _print(tx, fn, args, kwargs):
     tx.unsupported("print() writes to stdout", category="unsupported builtin",
                    hint="printing inside a compiled function is not captured; print outside it")
+
+
+@handles(graph_break)
+def _graph_break(tx, fn, args, kwargs):
+    tx.unsupported("explicit bytegraph.graph_break()", category="explicit graph break")
 
 
 @handles(builtins.id)

@@ -23,6 +23,7 @@ _FACTORIES = (
     torch.blackman_window, torch.hamming_window, torch.hann_window, torch.kaiser_window,
     F.sigmoid, F.tanh, F.hardsigmoid, F.hardswish, torch.result_type, torch.promote_types,
     torch.can_cast, torch.broadcast_shapes,
+    torch._transformer_encoder_layer_fwd,  # nn.TransformerEncoderLayer's eval fast path
 )
 _NOT_GRAPH_OPS = (torch.Tensor.backward, torch.Tensor.register_hook, torch.Tensor.item,
                   torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.retain_grad,
@@ -136,6 +137,23 @@ class GradModeVariable(VariableTracker):
         return GradModeWrappedFunction(self, fn)
 
 
+class RestoreGradMode:
+    """The `__exit__` of a grad-mode block, rebuilt by residual code at a graph break:
+    restores the grad mode seen when the block was entered."""
+
+    __slots__ = ("prior",)
+
+    def __init__(self, prior: bool):
+        self.prior = prior
+
+    def __call__(self, *exc_info) -> bool:
+        torch._C._set_grad_enabled(self.prior)
+        return False
+
+    def __repr__(self) -> str:
+        return f"<restore grad mode {self.prior}>"
+
+
 class GradModeWrappedFunction(VariableTracker):
     """A function decorated with a grad-mode object (`@torch.no_grad()`)."""
 
@@ -200,11 +218,60 @@ def _rng(tx, args, kwargs):
                    category="unsupported call", hint="seed the generator outside the compiled function")
 
 
+def _state_query(tx, args, kwargs, fn=None):
+    """A query of global torch state (autocast, ...): its current value, guarded per call."""
+    from ..guards.guard import Guard, GuardKind
+    from ..guards.sources import ObjectSource, Source
+
+    consts = [a.as_python_constant() for a in args]
+    value = fn(*consts)
+    source = _StateQuerySource(ObjectSource(fn), tuple(consts))
+    tx.output.add_guard(Guard(GuardKind.CONSTANT_MATCH, source, value, tx.location()))
+    return ConstantVariable(value)
+
+
+class _StateQuerySource:
+    """`fn(*args)` re-evaluated by the guard function (a guard-only source)."""
+
+    __slots__ = ("fn", "args")
+
+    def __init__(self, fn, args):
+        self.fn, self.args = fn, args
+
+    def __eq__(self, other):
+        return type(other) is _StateQuerySource and other.fn == self.fn and other.args == self.args
+
+    def __hash__(self):
+        return hash((self.fn, self.args))
+
+    def name(self) -> str:
+        return f"{self.fn.name()}({', '.join(repr(a) for a in self.args)})"
+
+    def describe(self) -> str:
+        return f"{self.fn.describe()}({', '.join(repr(a) for a in self.args)})"
+
+
+def _no_torch_function(tx, args, kwargs):
+    """`torch.overrides.has_torch_function(tensors)`: False for plain tensors and parameters."""
+    from .tensor import TensorVariable
+
+    items = args[0].unpack(tx) if len(args) == 1 else args
+    plain = (torch.Tensor, torch.nn.Parameter)
+    for item in items:
+        if isinstance(item, TensorVariable) and item.python_type() not in plain:
+            tx.unsupported("has_torch_function() on a tensor subclass", category="unsupported call")
+        if not isinstance(item, TensorVariable) and not item.is_python_constant():
+            tx.unsupported(f"has_torch_function() on {item.describe()}", category="unsupported call")
+    return ConstantVariable(False)
+
+
 def _no_tracing_state(tx, args, kwargs):
     return ConstantVariable(None)
 
 
 SPECIAL = {
+    torch.is_autocast_enabled: lambda tx, args, kwargs: _state_query(tx, args, kwargs, torch.is_autocast_enabled),
+    torch.overrides.has_torch_function: _no_torch_function,
     torch._C._get_tracing_state: _no_tracing_state,
     torch.no_grad: _no_grad,
     torch.enable_grad: _enable_grad,

@@ -1,0 +1,106 @@
+"""`bytegraph.explain`: run a function once under a fresh compile and report what was
+captured — graphs, ops per graph, graph breaks with reasons and user lines, guards.
+
+Every capture triggered by the call (the function itself, callees compiled at graph
+breaks, resume functions) is recorded through `compiled_function.LISTENERS`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .compiled_function import LISTENERS, CompiledFunction
+
+
+@dataclass
+class BreakReason:
+    category: str
+    reason: str
+    location: str
+    user_stack: tuple
+    hint: str = ""
+
+    def __str__(self) -> str:
+        text = f"{self.location}: [{self.category}] {self.reason}"
+        if len(self.user_stack) > 1:
+            text += "\n      inlined from: " + " <- ".join(self.user_stack[1:])
+        if self.hint:
+            text += f"\n      hint: {self.hint}"
+        return text
+
+
+@dataclass
+class ExplainOutput:
+    graphs: list = field(default_factory=list)
+    break_reasons: list = field(default_factory=list)
+    guards: list = field(default_factory=list)
+    ops_per_graph: list = field(default_factory=list)
+    eager_frames: list = field(default_factory=list)
+    result: object = None
+
+    @property
+    def graph_count(self) -> int:
+        return len(self.graphs)
+
+    @property
+    def graph_break_count(self) -> int:
+        return len(self.break_reasons)
+
+    def __str__(self) -> str:
+        lines = [f"Graph count: {self.graph_count}", f"Graph break count: {self.graph_break_count}",
+                 f"Op count: {sum(len(ops) for ops in self.ops_per_graph)}"]
+        if self.break_reasons:
+            lines.append("Break reasons:")
+            lines.extend(f"  {i + 1}. {reason}" for i, reason in enumerate(self.break_reasons))
+        if self.eager_frames:
+            lines.append("Frames run eagerly:")
+            lines.extend(f"  - {frame}" for frame in self.eager_frames)
+        for i, (gm, ops) in enumerate(zip(self.graphs, self.ops_per_graph)):
+            lines.append(f"Graph {i + 1} ({len(ops)} ops): {', '.join(ops)}")
+            lines.extend("    " + line for line in gm.code.strip().splitlines())
+        if self.guards:
+            lines.append("Guards:")
+            lines.extend(f"  - {g}" for g in self.guards)
+        return "\n".join(lines)
+
+
+def explain(fn, *args, **kwargs):
+    """`explain(fn)(*args, **kwargs)` or `explain(fn, *args, **kwargs)` -> ExplainOutput."""
+    if args or kwargs:
+        return _explain_call(fn, args, kwargs)
+    return lambda *a, **k: _explain_call(fn, a, k)
+
+
+def _explain_call(fn, args, kwargs) -> ExplainOutput:
+    from ..api import compile as bg_compile
+
+    out = ExplainOutput()
+
+    def backend(gm, example_inputs):
+        out.graphs.append(gm)
+        out.ops_per_graph.append([_op_name(n) for n in gm.graph.nodes
+                                  if n.op in ("call_function", "call_method", "call_module")])
+        return gm.forward
+
+    def listener(compiled: CompiledFunction, entry, brk) -> None:
+        if compiled.backend is not backend:
+            return
+        if brk is not None:
+            out.break_reasons.append(BreakReason(brk.category, brk.reason, brk.location,
+                                                 brk.user_stack, brk.hint))
+        elif entry.kind == "eager":
+            out.eager_frames.append(f"{compiled.code.co_qualname}: {entry.reason}")
+        out.guards.extend(f"{g.describe()}" + (f"  # {g.user_location}" if g.user_location else "")
+                          for g in entry.guards.guards)
+
+    LISTENERS.append(listener)
+    try:
+        out.result = bg_compile(fn, backend=backend)(*args, **kwargs)
+    finally:
+        LISTENERS.remove(listener)
+    return out
+
+
+def _op_name(node) -> str:
+    if node.op == "call_method":
+        return f"Tensor.{node.target}"
+    return getattr(node.target, "__name__", str(node.target))
