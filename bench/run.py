@@ -248,9 +248,26 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     out.append(f"bg = bytegraph, tc = torch.compile(backend='eager'); targets: capture ratio bg/tc "
                f"≤ {CAPTURE_RATIO_TARGET}, per-call overhead ratio ≤ {OVERHEAD_RATIO_TARGET} "
                f"(an overhead ≤ 0 passes when bg's ≤ tc's)")
+    out += _ratio_checks(rows)
     if errors:
         out += ["", "errors (full tracebacks in the JSON):", *errors]
     return "\n".join(out)
+
+
+def _ratio_checks(rows: list[dict[str, Any]]) -> list[str]:
+    """bytegraph-only targets relating two workloads' capture times (e.g. break cost)."""
+    from bench.break_workloads import RATIO_CHECKS
+
+    by_name = {row["name"]: row["systems"]["bytegraph"]["capture_ms"] for row in rows}
+    lines = []
+    for numerator, denominator, target, label in RATIO_CHECKS:
+        a, b = by_name.get(numerator), by_name.get(denominator)
+        if a is None or b is None:
+            continue
+        ratio = a / b
+        lines.append(f"{label}: {a:.2f} / {b:.2f} ms = {ratio:.2f} (target ≤ {target}) "
+                     f"{'PASS' if ratio <= target else 'FAIL'}")
+    return ["", *lines] if lines else []
 
 
 def write_json(rows: list[dict[str, Any]], settings: dict[str, Any]) -> None:

@@ -120,3 +120,107 @@ def call_helpers(x, y):
 @workload("helpers_5", "5 inlined user helpers with defaults and keywords: call binding cost")
 def _build_call_helpers() -> Case:
     return Case(call_helpers, _inputs((16, 16), (16, 16)))
+
+
+# --- (d) nn.Module compilation: parameters as inputs, submodule inlining ------------------
+
+
+def _seeded_module(make: Callable[[], torch.nn.Module]) -> torch.nn.Module:
+    torch.manual_seed(0)
+    return make()
+
+
+@workload("mlp_40", "nn.Sequential of 20 x (Linear(64, 64) + ReLU): 40 inlined modules, 40 parameters")
+def _build_mlp_40() -> Case:
+    def make():
+        layers = []
+        for _ in range(20):
+            layers += [torch.nn.Linear(64, 64), torch.nn.ReLU()]
+        return torch.nn.Sequential(*layers)
+
+    return Case(_seeded_module(make), _inputs((8, 64)))
+
+
+class EncoderLayer(torch.nn.Module):
+    """A pre-norm transformer encoder layer in plain PyTorch (no nn.MultiheadAttention)."""
+
+    def __init__(self, dim: int, heads: int, hidden: int):
+        super().__init__()
+        self.heads = heads
+        self.norm1 = torch.nn.LayerNorm(dim)
+        self.qkv = torch.nn.Linear(dim, 3 * dim)
+        self.proj = torch.nn.Linear(dim, dim)
+        self.norm2 = torch.nn.LayerNorm(dim)
+        self.fc1 = torch.nn.Linear(dim, hidden)
+        self.fc2 = torch.nn.Linear(hidden, dim)
+
+    def attention(self, x):
+        batch, seq, dim = x.shape
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        q = q.view(batch, seq, self.heads, dim // self.heads).transpose(1, 2)
+        k = k.view(batch, seq, self.heads, dim // self.heads).transpose(1, 2)
+        v = v.view(batch, seq, self.heads, dim // self.heads).transpose(1, 2)
+        scores = (q @ k.transpose(-2, -1)) / (dim // self.heads) ** 0.5
+        out = torch.softmax(scores, dim=-1) @ v
+        return self.proj(out.transpose(1, 2).reshape(batch, seq, dim))
+
+    def forward(self, x):
+        x = x + self.attention(self.norm1(x))
+        return x + self.fc2(torch.nn.functional.gelu(self.fc1(self.norm2(x))))
+
+
+class Encoder(torch.nn.Module):
+    def __init__(self, layers: int = 4, dim: int = 32, heads: int = 4, hidden: int = 64):
+        super().__init__()
+        self.layers = torch.nn.ModuleList([EncoderLayer(dim, heads, hidden) for _ in range(layers)])
+        self.norm = torch.nn.LayerNorm(dim)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return self.norm(x)
+
+
+@workload("transformer_4", "4-layer transformer encoder in plain PyTorch: user modules, ModuleList, methods")
+def _build_transformer_4() -> Case:
+    return Case(_seeded_module(Encoder), _inputs((2, 16, 32)))
+
+
+class SmallCNN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
+            torch.nn.AdaptiveAvgPool2d(1),
+        )
+        self.head = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        return self.head(torch.flatten(self.features(x), 1))
+
+
+@workload("cnn_small", "small CNN (Conv2d, BatchNorm2d in eval, pooling, Linear): layers with more Python")
+def _build_cnn_small() -> Case:
+    return Case(_seeded_module(lambda: SmallCNN().eval()), _inputs((2, 3, 16, 16)))
+
+
+# --- side effects: N writes to pre-existing Python state (bench/mutation_cost.py) ----------
+
+
+def _mutation_workload(n: int) -> None:
+    from bench.mutation_cost import make_args, make_mutating_fn
+
+    fn = make_mutating_fn(n)
+
+    @workload(f"mutate_{n}", f"{n} writes to a list, a dict and object attributes: side-effect log cost")
+    def _build() -> Case:
+        return Case(fn, make_args())
+
+
+for _n in (500, 1000, 2000):
+    _mutation_workload(_n)
+
+
+# --- graph breaks (bench/break_workloads.py registers its workloads on import) --------------
+import bench.break_workloads  # noqa: E402,F401

@@ -41,12 +41,15 @@ class OutputGraph:
 
     # ---- guards and inputs -----------------------------------------------------------
     def add_guard(self, guard: Guard) -> None:
-        self.guards.setdefault((guard.kind, guard.source), guard)
+        key = (guard.kind, guard.source)
+        if guard.kind is GuardKind.NOT_PRESENT:  # one dict, many absent names
+            key += (guard.expected,)
+        self.guards.setdefault(key, guard)
 
     def add_input(self, source, real: torch.Tensor) -> TensorVariable:
         existing = self._input_by_id.get(id(real))
         if existing is not None:
-            self.add_guard(Guard(GuardKind.ID_MATCH, source, real))
+            self.add_guard(Guard(GuardKind.SAME_OBJECT, source, existing.source))
             return existing
         name = _placeholder_name(source.name(), len(self.inputs))
         node = self.graph.placeholder(name)

@@ -17,8 +17,9 @@ Invariants (see Note [Side-effect replay]):
 
 # Note [Side-effect replay]
 Replay runs after the graph call in two phases: first every operand (the return value,
-then each effect's target object and new value) is loaded onto the stack, then the
-stores run, last-pushed first. So every load sees the pre-call state of the world,
+then each effect's target object and new value, pushed last effect first) is loaded onto
+the stack, then the stores run in log order (so new attributes and globals are created in
+eager's order). So every load sees the pre-call state of the world,
 exactly like the values the trace read: `a.x, a.y = a.y, a.x` and `old = xs[0];
 xs[0] = y; return old` come out right. A tracker made during tracing that is reached
 twice (returned and stored, stored twice) is built once and kept in a temporary local
@@ -26,6 +27,7 @@ twice (returned and stored, stored twice) is built once and kept in a temporary 
 """
 from __future__ import annotations
 
+from ..guards.sources import AttrSource, ClosureSource, GlobalsDictSource
 from ..vars.objects import DELETED  # pending value of a deleted attribute or global
 
 
@@ -113,64 +115,33 @@ class SideEffects:
     # ---- replay ------------------------------------------------------------------------------
     def replay(self, cg) -> None:
         """Emit the replay (stack-neutral; see Note [Side-effect replay])."""
+        effects = list(self._effects(cg))
+        for push, _ in reversed(effects):  # pushed last-first, so the stores run in log order
+            push()
+        for _, store in effects:
+            store()
+        self._guard_distinct(cg.tx.output)
+
+    def _effects(self, cg):
+        """(push operands, store) pairs, in the order the writes were first made."""
         from ..vars.containers import DictVariable, ListVariable, SetVariable
 
-        suffixes = []
         for vt in self.mutated.values():
             if isinstance(vt, ListVariable):
-                # src[:] = [items...]
-                cg.reconstruct_items(vt.items, "BUILD_LIST")
-                vt.source.reconstruct(cg)
-                cg.load_const(slice(None))
-                suffixes.append(cg.store_subscr)
+                yield _list_effect(cg, vt)
             elif isinstance(vt, DictVariable):
-                cg.push_null()
-                cg.load_const(_replace_dict)
-                vt.source.reconstruct(cg)
-                for k, v in vt.items.items():
-                    cg.load_const(k)
-                    cg.reconstruct(v)
-                cg.build("BUILD_MAP", len(vt.items))
-                suffixes.append(cg.call_and_pop_2)
+                yield _call_effect(cg, _replace_dict, vt, lambda vt=vt: _push_dict(cg, vt))
             elif isinstance(vt, SetVariable):
-                cg.push_null()
-                cg.load_const(_replace_set)
-                vt.source.reconstruct(cg)
-                cg.load_const(tuple(vt.items))
-                suffixes.append(cg.call_and_pop_2)
+                yield _call_effect(cg, _replace_set, vt, lambda vt=vt: cg.load_const(tuple(vt.items)))
             else:  # pragma: no cover - only containers are logged here
                 raise AssertionError(f"cannot replay a mutation of {vt!r}")
         for vt in self.attr_objects.values():
             for name, value in vt.attrs.items():
-                if value is DELETED:
-                    vt.source.reconstruct(cg)
-                    suffixes.append(_bound(cg.delete_attr, name))
-                else:
-                    cg.reconstruct(value)
-                    vt.source.reconstruct(cg)
-                    suffixes.append(_bound(cg.store_attr, name))
+                yield _attr_effect(cg, vt.source, name, value)
         for globals_source, f_globals, name, value in self.globals.values():
-            root = globals_source.__class__.__name__ == "GlobalsDictSource"
-            if value is DELETED:
-                if root:
-                    suffixes.append(_bound(cg.delete_global, name))
-                else:
-                    globals_source.reconstruct(cg)
-                    cg.load_const(name)
-                    suffixes.append(cg.delete_subscr)
-            else:
-                cg.reconstruct(value)
-                if root:
-                    suffixes.append(_bound(cg.store_global, name))
-                else:
-                    globals_source.reconstruct(cg)
-                    cg.load_const(name)
-                    suffixes.append(cg.store_subscr)
+            yield _global_effect(cg, globals_source, name, value)
         for cell in self.cells.values():
-            suffixes.append(_cell_store(cg, cell))
-        for suffix in reversed(suffixes):
-            suffix()
-        self._guard_distinct(cg.tx.output)
+            yield _cell_effect(cg, cell)
 
     def _guard_distinct(self, output) -> None:
         """Objects traced as distinct must stay distinct when anything was mutated: the
@@ -189,18 +160,68 @@ def _bound(method, arg):
     return lambda: method(arg)
 
 
-def _cell_store(cg, cell):
-    """Push the operands of writing `cell` (a sourced CellVariable); return the store."""
-    from ..guards.sources import AttrSource, ClosureSource
+def _list_effect(cg, vt):
+    def push():  # src[:] = [items...]
+        cg.reconstruct_items(vt.items, "BUILD_LIST")
+        vt.source.reconstruct(cg)
+        cg.load_const(slice(None))
+    return push, cg.store_subscr
 
+
+def _push_dict(cg, vt):
+    for k, v in vt.items.items():
+        cg.load_const(k)
+        cg.reconstruct(v)
+    cg.build("BUILD_MAP", len(vt.items))
+
+
+def _call_effect(cg, helper, vt, push_new):
+    def push():  # helper(src, new)
+        cg.push_null()
+        cg.load_const(helper)
+        vt.source.reconstruct(cg)
+        push_new()
+    return push, cg.call_and_pop_2
+
+
+def _attr_effect(cg, source, name, value):
+    if isinstance(name, tuple):  # (DELETE_FIRST, name): a delete before re-adding `name`
+        name = name[1]
+    if value is DELETED:
+        return (lambda: source.reconstruct(cg)), _bound(cg.delete_attr, name)
+
+    def push():
+        cg.reconstruct(value)
+        source.reconstruct(cg)
+    return push, _bound(cg.store_attr, name)
+
+
+def _global_effect(cg, globals_source, name, value):
+    root = isinstance(globals_source, GlobalsDictSource)
+    if root:
+        if value is DELETED:
+            return (lambda: None), _bound(cg.delete_global, name)
+        return (lambda: cg.reconstruct(value)), _bound(cg.store_global, name)
+
+    def push():  # module_dict[name] = value / del module_dict[name]
+        if value is not DELETED:
+            cg.reconstruct(value)
+        globals_source.reconstruct(cg)
+        cg.load_const(name)
+    return push, (cg.delete_subscr if value is DELETED else cg.store_subscr)
+
+
+def _cell_effect(cg, cell):
+    """Operands and store of writing `cell` (a sourced CellVariable)."""
     src = cell.source
     deleted = cell.contents is None
     if isinstance(src, ClosureSource):  # the root frame's own free variable
+        push = (lambda: None) if deleted else (lambda: cg.reconstruct(cell.contents))
+        return push, _bound(cg.delete_deref if deleted else cg.store_deref, src.var_name)
+    assert isinstance(src, AttrSource) and src.attr == "cell_contents", src
+
+    def push():
         if not deleted:
             cg.reconstruct(cell.contents)
-        return _bound(cg.delete_deref if deleted else cg.store_deref, src.var_name)
-    assert isinstance(src, AttrSource) and src.attr == "cell_contents", src
-    if not deleted:
-        cg.reconstruct(cell.contents)
-    src.base.reconstruct(cg)
-    return _bound(cg.delete_attr if deleted else cg.store_attr, "cell_contents")
+        src.base.reconstruct(cg)
+    return push, _bound(cg.delete_attr if deleted else cg.store_attr, "cell_contents")

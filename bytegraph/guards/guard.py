@@ -7,6 +7,7 @@ through `consts`. Guards are deduplicated by (kind, source).
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 
 from .sources import Source
@@ -23,6 +24,8 @@ class GuardKind(enum.Enum):
     GRAD_MODE = "grad mode"
     NO_ALIASING = "no aliasing"
     SAME_OBJECT = "same object"  # expected: another Source that must be the same object
+    SET_MATCH = "set elements"   # expected: frozenset of the set's elements
+    FUNCTION_MATCH = "function"  # expected: the function; guards its code and globals, not its identity
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,11 @@ class Guard:
             v = self.expected
             if v is None or isinstance(v, bool) or v is Ellipsis:
                 return f"{s} is {bind(v)}"
+            if type(v) is float and v != v:  # NaN equals nothing: match any NaN
+                return f"type({s}) is float and {s} != {s}"
+            if type(v) is float and v == 0.0:  # 0.0 == -0.0, but they differ (copysign, 1/x)
+                return (f"type({s}) is float and {s} == 0.0 and "
+                        f"{bind(math.copysign)}(1.0, {s}) == {math.copysign(1.0, v)!r}")
             return f"type({s}) is {bind(type(v))} and {s} == {bind(v)}"
         if k is GuardKind.TYPE_MATCH:
             return f"type({s}) is {bind(self.expected)}"
@@ -83,6 +91,12 @@ class Guard:
             return f"len({{id(v) for v in ({names},)}}) == {len(self.expected)}"
         if k is GuardKind.SAME_OBJECT:
             return f"{s} is {self.expected.name()}"
+        if k is GuardKind.SET_MATCH:
+            return f"{s} == {bind(self.expected)}"
+        if k is GuardKind.FUNCTION_MATCH:
+            fn = self.expected
+            return (f"type({s}) is {bind(type(fn))} and {s}.__code__ is {bind(fn.__code__)} "
+                    f"and {s}.__globals__ is {bind(fn.__globals__)}")
         raise AssertionError(f"unknown guard kind {k}")
 
     def describe(self) -> str:
@@ -110,6 +124,10 @@ class Guard:
             return what + ", ".join(s.describe() for s in self.expected) + " are distinct objects"
         if k is GuardKind.SAME_OBJECT:
             return f"{what} is the same object as {self.expected.describe()}"
+        if k is GuardKind.SET_MATCH:
+            return f"{what} == {set(self.expected)!r}"
+        if k is GuardKind.FUNCTION_MATCH:
+            return f"{what} is a function with the code of {self.expected.__qualname__}"
         raise AssertionError(f"unknown guard kind {k}")
 
 

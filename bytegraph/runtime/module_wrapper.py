@@ -28,7 +28,7 @@ def forward_call(self, *args, **kwargs):
 
 
 class CompiledModule:
-    __slots__ = ("_bg_module", "_bg_call", "_bg_compiled", "_bg_backend", "_bg_fullgraph")
+    __slots__ = ("_bg_backend", "_bg_call", "_bg_compiled", "_bg_fullgraph", "_bg_module")
     __bg_module_wrapper__ = True
 
     def __init__(self, module: torch.nn.Module, backend, fullgraph: bool):

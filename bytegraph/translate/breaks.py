@@ -18,11 +18,11 @@ import types
 from bytecode import Instr, Label
 
 from .._bytecode.analysis import handlers, live_locals
-from .._bytecode.instructions import instructions_of
 from ..vars.containers import TupleVariable
 from ..vars.functions import BoundMethodVariable, UserFunctionVariable
 from .ops_stack import NULL
-from .resume import body_with_label, make_resume_function, stack_arg_name
+from .translator import is_traceable
+from .resume import body_with_label, make_resume_function, original_instr, stack_arg_name
 
 # opname -> (values popped, values pushed) for instructions that can run eagerly at a break.
 _EFFECTS = {
@@ -67,32 +67,45 @@ def resumable_reason(tx) -> str | None:
     return None
 
 
-def emit_break(cg, tx, fn, compile_fn, emit_graph_call) -> None:
-    """Append to `cg` the residual code for a break before the root's current instruction."""
+def emit_break(cg, tx, fn, compile_fn, emit_graph_call, restore_world) -> None:
+    """Append to `cg` the residual code for a break before the root's current instruction.
+
+    Every value the eager code needs is loaded into a temporary first, then the world is
+    restored (side-effect replay, grad mode), then locals and stack are set: so no value
+    computed from a source reads it after a replayed write (Note [Side-effect replay])."""
     code, inst = tx.code, tx.inst
     index = tx.ip - 1 if tx.instructions[tx.ip - 1] is inst else tx.instructions.index(inst)
     stack = list(tx.snapshot_stack)
     live = sorted(n for n in live_locals(code, index) if n in tx.locals)
     values = [vt for vt in stack if vt is not NULL] + [tx.locals[n] for n in live]
     emit_graph_call(cg, TupleVariable(values))
-    for name in live:
-        cg.reconstruct(tx.locals[name])
-        cg.store_fast(name)
     callable_slot = _callable_slot(inst, stack)
     for slot, vt in enumerate(stack):
-        if vt is NULL:
-            cg.push_null()
-        elif slot == callable_slot:
-            _reconstruct_callee(cg, vt, compile_fn)
-        else:
-            cg.reconstruct(vt)
+        if vt is not NULL:
+            if slot == callable_slot:
+                _reconstruct_callee(cg, vt, compile_fn)
+            else:
+                cg.reconstruct(vt)
+            cg.store_fast(stack_arg_name(slot))
+    for name in live:
+        cg.reconstruct(tx.locals[name])
+        cg.store_fast(_local_temp(name))
+    restore_world(cg)
+    for name in live:
+        cg.load_fast(_local_temp(name))
+        cg.store_fast(name)
     if handlers(code)[index] is not None:
+        _push_slots(cg, stack, 0)
         body, label = body_with_label(code, index)
         cg.instructions.append(Instr("JUMP_FORWARD", label))
         cg.instructions.extend(body)
         return
+    # The slots the instruction consumes are pushed; the others stay in their temporaries
+    # (a NULL among them is re-pushed by the resume function: CPython cannot pop a NULL).
     pops, pushes = _effect(inst)
-    after = [vt is NULL for vt in stack[:len(stack) - pops]] + [False] * pushes
+    keep = len(stack) - pops
+    _push_slots(cg, stack, keep)
+    after = [vt is NULL for vt in stack[:keep]] + [False] * pushes
     if inst.opname in _CONDITIONAL_JUMPS:
         other = Label()
         cg.instructions.append(Instr(_CONDITIONAL_JUMPS[inst.opname], other, lineno=cg.lineno))
@@ -104,8 +117,22 @@ def emit_break(cg, tx, fn, compile_fn, emit_graph_call) -> None:
         if tx.snapshot_kw_names:
             cg.instructions.append(Instr("KW_NAMES", tx.snapshot_kw_names, lineno=cg.lineno))
         cg.instructions.append(Instr("PRECALL", inst.arg, lineno=cg.lineno))
-    cg.instructions.append(_original_instr(code, index, cg.lineno))
+    cg.instructions.append(original_instr(code, index))
+    for slot in reversed(range(keep, keep + pushes)):
+        cg.store_fast(stack_arg_name(slot))
     _call_resume(cg, tx, fn, index + 1, after, compile_fn)
+
+
+def _push_slots(cg, stack: list, start: int) -> None:
+    for slot in range(start, len(stack)):
+        if stack[slot] is NULL:
+            cg.push_null()
+        else:
+            cg.load_fast(stack_arg_name(slot))
+
+
+def _local_temp(name: str) -> str:
+    return f"__bg_local_{name}"
 
 
 def _callable_slot(inst, stack) -> int | None:
@@ -116,27 +143,32 @@ def _callable_slot(inst, stack) -> int | None:
 
 
 def _reconstruct_callee(cg, vt, compile_fn) -> None:
-    """Push the callee of the breaking call, compiled by bytegraph if it is user Python code."""
-    if isinstance(vt, UserFunctionVariable):
-        cg.load_const(compile_fn(vt.fn))
-    elif isinstance(vt, BoundMethodVariable) and isinstance(vt.fn, UserFunctionVariable):
+    """Push the callee of the breaking call, compiled by bytegraph if it is user Python code.
+
+    The function is looked up at run time (`compile_fn(<the function from its source>)`),
+    never baked in: the guards pin its code, not which function object it is."""
+    if isinstance(vt, UserFunctionVariable) and is_traceable(vt.fn):
+        _compiled_at_runtime(cg, vt, compile_fn)
+    elif isinstance(vt, BoundMethodVariable) and isinstance(vt.fn, UserFunctionVariable) and is_traceable(vt.fn.fn):
         cg.push_null()
         cg.load_const(types.MethodType)
-        cg.load_const(compile_fn(vt.fn.fn))
+        _compiled_at_runtime(cg, vt.fn, compile_fn)
         cg.reconstruct(vt.obj)
         cg.call(2)
     else:
         cg.reconstruct(vt)
 
 
+def _compiled_at_runtime(cg, fn_vt, compile_fn) -> None:
+    cg.push_null()
+    cg.load_const(compile_fn)
+    cg.reconstruct(fn_vt)
+    cg.call(1)
+
+
 def _call_resume(cg, tx, fn, index: int, null_slots: list, compile_fn) -> None:
-    """Pop the stack into temporaries and return `resume(stack..., live locals...)`."""
+    """`return resume(stack temporaries..., live locals...)` (Note [Resume function signature])."""
     code = tx.code
-    for slot in reversed(range(len(null_slots))):
-        if null_slots[slot]:
-            cg.instructions.append(Instr("POP_TOP", lineno=cg.lineno))
-        else:
-            cg.store_fast(stack_arg_name(slot))
     live = tuple(sorted(n for n in live_locals(code, index) if n in tx.locals))
     resume = compile_fn(make_resume_function(fn, code, index, tuple(null_slots), live))
     cg.push_null()
@@ -146,16 +178,3 @@ def _call_resume(cg, tx, fn, index: int, null_slots: list, compile_fn) -> None:
         cg.load_fast(name)
     cg.call(len(args))
     cg.return_value()
-
-
-def _original_instr(code, index: int, lineno: int) -> Instr:
-    """The `bytecode` library's Instr for instruction `index` of `code` (non-jump only)."""
-    body, _ = body_with_label(code, index)
-    seen = 0
-    prologue_len = next(i for i, inst in enumerate(instructions_of(code)) if inst.opname == "RESUME") + 1
-    for item in body:
-        if isinstance(item, Instr):
-            if seen == index - prologue_len:
-                return item
-            seen += 1
-    raise AssertionError("instruction not found")

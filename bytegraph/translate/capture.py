@@ -22,7 +22,9 @@ from ..vars.containers import BaseListVariable, DictVariable
 from ..vars.functions import CellVariable, NestedFunctionVariable
 from ..vars.objects import DELETED, UserObjectVariable
 from ..vars.tensor import TensorVariable
+from ..vars.lazy_int import wrap_int
 from .breaks import emit_break, resumable_reason
+from .resume import is_resume_code
 from .translator import Translator, mark_breaks
 
 _graph_ids = itertools.count()
@@ -83,8 +85,12 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
     tx = Translator(code, fn.__globals__, GlobalsDictSource(), {}, {}, output)
     output.current_tx = tx
     with output.tracing():
+        resumed = is_resume_code(code)
         for name, value in zip(argument_names(code), values):
-            tx.locals[name] = tx.wrap(value, LocalSource(name))
+            if resumed and type(value) in (int, float):  # e.g. a timestamp carried across a break
+                tx.locals[name] = wrap_int(tx, value, LocalSource(name))
+            else:
+                tx.locals[name] = tx.wrap(value, LocalSource(name))
         for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
             source = ClosureSource(i, name)
             try:
@@ -111,6 +117,8 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
 
         def emit_graph_call(cg, values):
             names.append(_emit_graph_call(cg, output, values, fn, backend))
+
+        def restore_world(cg):
             output.side_effects.replay(cg)
             if output.grad_enabled != output.initial_grad_enabled:  # eager code runs next: set the mode
                 cg.push_null()
@@ -119,7 +127,7 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
                 cg.call(1)
                 cg.pop_top()
 
-        emit_break(cg, tx, fn, compile_fn, emit_graph_call)
+        emit_break(cg, tx, fn, compile_fn, emit_graph_call, restore_world)
         new_code = make_code(cg.instructions, like=code, name=code.co_name)
         new_fn = types.FunctionType(new_code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
         return new_fn, cg.graph_module, names[0], brk

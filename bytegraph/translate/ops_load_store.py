@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import operator
+import sys
 import types
 
+from ..guards.sources import ObjectSource, global_source
 from ..vars.constant import ConstantVariable
-from ..guards.sources import global_source
 from ..vars.lazy_int import wrap_int
 from ..vars.objects import DELETED
 
@@ -135,3 +136,17 @@ class LoadStoreOps:
         from ..vars.builtins import BuiltinVariable
 
         return BuiltinVariable(fn).call_function(self, args, kwargs or {})
+
+    def IMPORT_NAME(self, inst):
+        fromlist = self.stack.pop().as_python_constant()
+        level = self.stack.pop().as_python_constant()
+        name = inst.argval
+        if level != 0 or name not in sys.modules:
+            self.unsupported(f"import of {'.' * level}{name}, which is not imported yet (importing runs "
+                             "module code)", category="unsupported import",
+                             hint="import the module at the top of your file")
+        module = sys.modules[name] if fromlist else sys.modules[name.partition(".")[0]]
+        self.stack.append(self.wrap(module, ObjectSource(module), guard=False))
+
+    def IMPORT_FROM(self, inst):
+        self.stack.append(self.stack[-1].var_getattr(self, inst.argval))

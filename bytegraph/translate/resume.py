@@ -26,21 +26,32 @@ def stack_arg_name(slot: int) -> str:
     return f"__bg_stack_{slot}"
 
 
+_bodies: dict = {}
+
+
+def _body(code: types.CodeType) -> tuple[list, list[int], int]:
+    """(body without prologue, position in it of each real instruction, prologue length)."""
+    cached = _bodies.get(code)
+    if cached is None:
+        body = strip_prologue(list(Bytecode.from_code(code)))
+        positions = [pos for pos, item in enumerate(body) if isinstance(item, Instr)]
+        prologue_len = next(i for i, inst in enumerate(instructions_of(code)) if inst.opname == "RESUME") + 1
+        cached = _bodies[code] = (body, positions, prologue_len)
+    return cached
+
+
+def original_instr(code: types.CodeType, index: int) -> Instr:
+    """The `bytecode` library's Instr for instruction `index` of `code`."""
+    body, positions, prologue_len = _body(code)
+    return body[positions[index - prologue_len]]
+
+
 def body_with_label(code: types.CodeType, index: int) -> tuple[list, Label]:
     """The original body of `code` (prologue stripped) with a Label before instruction `index`."""
-    body = strip_prologue(list(Bytecode.from_code(code)))
-    insts = instructions_of(code)
-    prologue_len = next(i for i, inst in enumerate(insts) if inst.opname == "RESUME") + 1
-    target = index - prologue_len
+    body, positions, prologue_len = _body(code)
     label = Label()
-    seen = 0
-    for pos, item in enumerate(body):
-        if isinstance(item, Instr):
-            if seen == target:
-                body.insert(pos, label)
-                return body, label
-            seen += 1
-    raise ValueError(f"instruction {index} not found in {code.co_qualname}")
+    pos = positions[index - prologue_len]
+    return [*body[:pos], label, *body[pos:]], label
 
 
 def resume_name(code: types.CodeType, index: int) -> str:
@@ -56,13 +67,18 @@ _ORIGIN: dict = {}
 _cache: dict = {}
 
 
+def is_resume_code(code: types.CodeType) -> bool:
+    return code in _ORIGIN
+
+
 def make_resume_function(fn: types.FunctionType, code: types.CodeType, index: int,
                          null_slots: tuple[bool, ...], live: tuple[str, ...]) -> types.FunctionType:
     """The resume function of `fn` (whose code is `code`) at instruction `index` (cached)."""
     if code in _ORIGIN:
         code, shift = _ORIGIN[code]
         index -= shift
-    key = (code, index, null_slots, live, id(fn.__globals__), fn.__closure__)
+    # cells are unhashable: key by identity (the cached function keeps them alive)
+    key = (code, index, null_slots, live, id(fn.__globals__), tuple(map(id, fn.__closure__ or ())))
     resume = _cache.get(key)
     if resume is None:
         resume = _build_resume_function(fn, code, index, null_slots, live)

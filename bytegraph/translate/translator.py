@@ -65,7 +65,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
                     self.snapshot_stack = list(self.stack)
                     self.snapshot_kw_names = self.kw_names
                 if break_at is not None and inst.offset in break_at:
-                    self.unsupported(*break_at[inst.offset])
+                    self.break_at_marker(*break_at[inst.offset])
                 self.ip += 1
                 dispatch[inst.opcode](self, inst)
         finally:
@@ -84,7 +84,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
                              hint="raise bytegraph.config.inline_depth_limit or reduce recursion")
         f_globals, globals_src = fn_vt.globals_and_source()
         module = f_globals.get("__name__", "") or ""
-        if module.split(".", 1)[0] in NOT_INLINED_MODULES:
+        if not _module_traceable(module):
             self.unsupported(f"call to {module}.{code.co_name}() is not traced (it does I/O or "
                              f"keeps global state)", category="unsupported call",
                              hint="the call runs eagerly at a graph break; move it outside the "
@@ -122,7 +122,14 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         return tuple(reversed(frames))
 
     def unsupported(self, reason: str, category: str = "unsupported", hint: str = ""):
-        brk = GraphBreak(reason, self.location(), category, hint, self.user_stack())
+        self._raise_break(GraphBreak(reason, self.location(), category, hint, self.user_stack()))
+
+    def break_at_marker(self, reason, category, hint, location, user_stack):
+        """Break at a call site known to lead to a break deeper down (Note [Break markers]);
+        the break is reported where it really happens, with its inlined call stack."""
+        self._raise_break(GraphBreak(reason, location, category, hint, user_stack))
+
+    def _raise_break(self, brk: GraphBreak):
         chain = []
         tx = self
         while tx is not None:
@@ -163,6 +170,15 @@ NOT_INLINED_MODULES = frozenset({
     "contextlib", "atexit", "signal", "shutil", "tempfile", "pathlib", "json", "csv", "datetime",
 })
 
+def _module_traceable(module: str) -> bool:
+    return module.split(".", 1)[0] not in NOT_INLINED_MODULES
+
+
+def is_traceable(fn) -> bool:
+    """Whether bytegraph traces calls of Python function `fn` (not an I/O or stdlib-state module)."""
+    return _module_traceable(fn.__globals__.get("__name__", "") or "")
+
+
 # Note [Break markers]
 # A graph break inside an inlined call cannot be resumed inside the callee: the capture
 # restarts and breaks at the outermost call site instead. The (code, offset) of every
@@ -175,8 +191,8 @@ BREAK_MARKERS: dict = {}
 def mark_breaks(brk: GraphBreak) -> None:
     """Remember the call sites of an inlined break (all frames but the innermost)."""
     for code, offset in brk.chain[:-1]:
-        BREAK_MARKERS.setdefault(code, {})[offset] = (
-            f"call leads to a graph break at {brk.location}: {brk.reason}", brk.category, brk.hint)
+        BREAK_MARKERS.setdefault(code, {})[offset] = (brk.reason, brk.category, brk.hint, brk.location,
+                                                      brk.user_stack)
 
 
 class GeneratorVariable(IteratorVariable):

@@ -32,8 +32,6 @@ UNSUPPORTED_OPCODES = {
     "IMPORT_STAR": _MODULE_LEVEL,
     "LOAD_BUILD_CLASS": "defining a class inside a compiled function is not captured",
     "PRINT_EXPR": "only used by the interactive interpreter",
-    "IMPORT_NAME": "imports run module code; do them outside the compiled function",
-    "IMPORT_FROM": "imports run module code; do them outside the compiled function",
     "MATCH_CLASS": "structural pattern matching is not captured",
     "MATCH_MAPPING": "structural pattern matching is not captured",
     "MATCH_SEQUENCE": "structural pattern matching is not captured",

@@ -12,17 +12,20 @@ import collections
 import enum
 import functools
 import types
+import weakref
 
 import torch
 
 from ..guards.guard import Guard, GuardKind
-from ..guards.sources import AttrSource, ItemSource
+from ..guards.sources import AttrSource, ItemSource, IteratorIndexSource, IteratorSeqSource
 from .base import VariableTracker
 from .builtins import BuiltinVariable, is_builtin
 from .constant import ConstantVariable, is_constant_value
 from .containers import DictVariable, ListVariable, NamedTupleVariable, SetVariable, SizeVariable, TupleVariable
 from .functions import BoundMethodVariable, PartialVariable, UserFunctionVariable
+from .iterators import ListIteratorVariable
 from .nn_module import build_module
+from .objects import OpaqueCallableVariable
 from .objects import ClassVariable, PythonModuleVariable, UserObjectVariable
 from .tensor import TensorVariable
 from .torch_functions import TorchFunctionVariable, TorchSpecialVariable, is_graph_op, is_special
@@ -90,11 +93,28 @@ def _build(tx, value, source, do_guard: bool) -> VariableTracker:
         items = {k: wrap(tx, v, ItemSource(source, k) if source is not None else None, do_guard)
                  for k, v in value.items()}
         return DictVariable(items, source, value_type)
+    if value_type is _TUPLE_ITERATOR and source is not None:
+        return _build_tuple_iterator(tx, value, source, do_guard)
     if value_type is set:
-        _guard(tx, do_guard, GuardKind.CONSTANT_MATCH, source, frozenset(value))
         _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, set)
+        _guard(tx, do_guard, GuardKind.SET_MATCH, source, frozenset(value))
         return SetVariable([ConstantVariable(v) for v in value], source, tx)
     return _build_object(tx, value, source, do_guard)
+
+
+_TUPLE_ITERATOR = type(iter(()))
+
+
+def _build_tuple_iterator(tx, value, source, do_guard: bool) -> VariableTracker:
+    """A real tuple iterator (a for-loop iterator handed to a resume function): its
+    remaining items are read through `__reduce__` and guarded like a tuple."""
+    _, (seq,), index = value.__reduce__()
+    _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, _TUPLE_ITERATOR)
+    _guard(tx, do_guard, GuardKind.CONSTANT_MATCH, IteratorIndexSource(source), index)
+    items = wrap(tx, seq, IteratorSeqSource(source), do_guard)
+    it = ListIteratorVariable(items.unpack(tx), source)
+    it.index = index
+    return it
 
 
 def _build_object(tx, value, source, do_guard: bool) -> VariableTracker:
@@ -112,7 +132,9 @@ def _build_object(tx, value, source, do_guard: bool) -> VariableTracker:
         _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
         return BuiltinVariable(value, source)
     if isinstance(value, types.FunctionType):
-        _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
+        # Code and globals, not identity: a lambda made anew per call is the same program;
+        # its defaults and closure contents are guarded where the trace reads them.
+        _guard(tx, do_guard, GuardKind.FUNCTION_MATCH, source, value)
         return UserFunctionVariable(value, source)
     if isinstance(value, types.MethodType):
         fn = wrap(tx, value.__func__, AttrSource(source, "__func__") if source else None, do_guard)
@@ -136,10 +158,12 @@ def _build_object(tx, value, source, do_guard: bool) -> VariableTracker:
         return PartialVariable(fn, args.unpack(tx), kwargs.items, source)
     if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType, types.MethodWrapperType,
                           types.WrapperDescriptorType, types.MethodDescriptorType)):
-        tx.unsupported(f"calling C function {getattr(value, '__qualname__', value)!s}, which bytegraph "
-                       "does not know", category="unsupported call",
-                       hint="move the call outside the compiled function")
-    if isinstance(value, torch.nn.Module):
+        if source is None:
+            tx.unsupported(f"C function {getattr(value, '__qualname__', value)!s} without a source",
+                           category="unsupported value")
+        _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
+        return OpaqueCallableVariable(value, source)
+    if isinstance(value, (torch.nn.Module, weakref.ReferenceType)):  # vars/nn_module.py
         return build_module(tx, value, source, do_guard)
     if source is None:
         tx.unsupported(f"an object of type {type(value).__qualname__} made outside the trace without a source",

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import builtins
 import functools
+import itertools
 import math
 import operator
 
-import torch
 
+from ..guards.sources import ObjectSource
 from ..hints import graph_break
 from .base import VariableTracker
 from .lazy_int import UNPINNED_OPS, unpinned_operator
@@ -330,7 +331,8 @@ def _callable(tx, fn, args, kwargs):
 def _type(tx, fn, args, kwargs):
     if len(args) != 1:
         tx.unsupported("type() with three arguments creates a class", category="unsupported builtin")
-    return tx.wrap(args[0].python_type(), None)
+    cls = args[0].python_type()
+    return tx.wrap(cls, ObjectSource(cls), guard=False)
 
 
 @handles(builtins.getattr)
@@ -510,6 +512,15 @@ def _filter(tx, fn, args, kwargs):
     keep = [i for i in items if (i.truth(tx) if pred.is_python_constant() and pred.as_python_constant() is None
                                  else pred.call_function(tx, [i], {}).truth(tx))]
     return ListIteratorVariable(keep)
+
+
+@handles(itertools.repeat)
+def _repeat(tx, fn, args, kwargs):
+    """`itertools.repeat(x, n)` with a constant `n` (e.g. torch.nn.modules.utils._pair)."""
+    times = args[1] if len(args) > 1 else kwargs.get("times")
+    if times is None or not times.is_python_constant():
+        tx.unsupported("itertools.repeat() without a constant count", category="unsupported builtin")
+    return ListIteratorVariable([args[0]] * max(0, times.as_python_constant()))
 
 
 @handles(builtins.reversed)

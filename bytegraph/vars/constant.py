@@ -85,3 +85,7 @@ class ConstantMethodVariable(VariableTracker):
 
         return fold_call(tx, getattr(self.obj.value, self.name), args, kwargs,
                          f"{self.obj.describe()}.{self.name}")
+
+    def reconstruct(self, cg) -> None:
+        cg.reconstruct(self.obj)
+        cg.load_attr(self.name)

@@ -53,7 +53,6 @@ class BaseListVariable(VariableTracker):
         return super().var_getattr(tx, name)
 
     def call_method(self, tx, name, args, kwargs):
-        from .builder import fold_call
 
         if name in ("index", "count") and len(args) == 1 and not kwargs:
             return _index_or_count(tx, self, name, args[0])
@@ -115,11 +114,25 @@ class NamedTupleVariable(TupleVariable):
     def as_python_constant(self):
         return self.tuple_cls(*[i.as_python_constant() for i in self.items])
 
+    def _fields(self) -> tuple:
+        return getattr(self.tuple_cls, "_fields", None) or self.tuple_cls.__match_args__
+
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        fields = getattr(self.tuple_cls, "_fields", None) or self.tuple_cls.__match_args__
+        fields = self._fields()
         if name in fields:
             return self.items[list(fields).index(name)]
+        if name == "_fields":
+            return ConstantVariable(tuple(fields))
         return super().var_getattr(tx, name)
+
+    def call_method(self, tx, name, args, kwargs):
+        fields = list(self._fields())
+        if name == "_replace" and not args and set(kwargs) <= set(fields):
+            return NamedTupleVariable([kwargs.get(f, item) for f, item in zip(fields, self.items)],
+                                      self.tuple_cls)
+        if name == "_asdict" and not args and not kwargs:
+            return DictVariable(dict(zip(fields, self.items)))
+        return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, cg) -> None:
         if self.source is not None:
@@ -420,3 +433,8 @@ class MethodOfVariable(VariableTracker):
 
     def call_function(self, tx, args, kwargs):
         return self.obj.call_method(tx, self.name, args, kwargs)
+
+
+    def reconstruct(self, cg) -> None:
+        cg.reconstruct(self.obj)
+        cg.load_attr(self.name)

@@ -5,46 +5,76 @@ inlines `forward` (or, when hooks are registered, `Module.__call__` itself, so t
 hooks run like eager); attribute reads follow Python's lookup order and then
 `nn.Module.__getattr__`'s (`_parameters`, `_buffers`, `_modules`).
 
-Sources and guards (see Note [Module guard aliases]):
-- a module is guarded by identity once; every path below it (`training`, its
-  submodules, parameters and buffers) is spelled through the dicts that hold them
-  (`m._modules['3']._parameters['weight']`), never through the slow Python
-  `Module.__getattr__`, and users see `self.layers.3.weight` in messages;
+Sources and guards:
+- a module is guarded by type (Note [Modules are guarded by type, not identity]);
+  everything below it (`training`, other instance attributes, submodules, parameters,
+  buffers) is read through its `__dict__` and the dicts nn.Module keeps
+  (`d['_modules']['3'].__dict__['_parameters']['weight']`), never through the slow
+  Python `Module.__getattr__`; users see `self.layers[3].weight` in messages;
 - parameters and buffers become graph inputs by source (TENSOR_MATCH);
-- a call guards, in one clause per module, that the module has no hooks, no instance
-  `forward` and no `_compiled_call_impl`; the global hook dicts are guarded empty once.
+- a call guards, in one clause per module, that it has no hooks, no instance `forward`
+  and no `_compiled_call_impl` (Note [Module call guard]); the global hook dicts are
+  guarded empty once; a class attribute read (a method) guards that no instance
+  attribute shadows it;
+- plain attribute writes (`self.calls += 1`) go to the side-effect log and are replayed
+  with `setattr`; writes that would register a parameter, buffer or submodule break.
 
 Note [Module guard aliases]
 The guard function evaluates every clause from the frame's locals, so a parameter
-three modules deep would re-walk the module path for every clause. The identity
-guard of a (non-local) module therefore binds the module to a guard-local name with
-`:=` (`ModuleBindSource`), and every source below it starts from that name
-(`ModuleAliasSource`). This is sound because guards are evaluated in insertion order
-and a module's identity guard is installed before anything is read from it; an
-unguarded module (wrap(..., guard=False)) is never aliased.
+three modules deep would re-walk the module path for every clause. The type guard of
+a module therefore binds the module and its `__dict__` to guard-local names with `:=`
+(`ModuleBindSource`: `__bg_m3`, `__bg_d3`), and every source below it starts from the
+dict alias (`ModuleAliasSource`); a parameter is bound likewise (`__bg_t7`) before its
+tensor guard. This is sound because guards are evaluated in insertion order and a
+module's type guard is installed before anything is read from it; an unguarded module
+(wrap(..., guard=False)) is never aliased. Residual code never uses the aliases: every
+source reconstructs from the frame (`reconstruct` goes through `owner`).
 """
 from __future__ import annotations
 
-import itertools
 import types
+import weakref
 from dataclasses import dataclass
 
 import torch
 from torch.nn.modules import module as _module_mod
 
 from ..guards.guard import Guard, GuardKind
-from ..guards.sources import AttrSource, LocalSource, ObjectSource, Source
+from ..guards.sources import AttrSource, ObjectSource, Source
+from .base import VariableTracker
 from .constant import ConstantVariable
-from .containers import DictVariable
-from .objects import UserObjectVariable, _class_attr
+from .containers import DictVariable, TupleVariable
+from .functions import BoundMethodVariable
+from .lazy_int import wrap_int
+from .objects import DELETED, UserObjectVariable, _class_attr
+from .tensor import TensorVariable
 
-_alias_ids = itertools.count()
+
+def _next_alias(tx) -> int:
+    """A fresh alias number for this capture (names stay small and stable across runs)."""
+    output = tx.output
+    index = getattr(output, "nn_module_aliases", 0)
+    output.nn_module_aliases = index + 1
+    return index
+
+
+_ABSENT = object()
+
+
+def _lookup(cls: type, name: str):
+    """The class attribute `name` along the MRO, or `_ABSENT` (None is a value here)."""
+    for klass in cls.__mro__:
+        d = klass.__dict__
+        if name in d:
+            return d[name]
+    return _ABSENT
+
 
 _SLOT_DICTS = ("_parameters", "_buffers", "_modules")
 _GLOBAL_HOOK_DICTS = ("_global_backward_pre_hooks", "_global_backward_hooks", "_global_forward_hooks",
                       "_global_forward_pre_hooks")
-_MODULE_HOOK_DICTS = ("_backward_hooks", "_backward_pre_hooks", "_forward_hooks", "_forward_pre_hooks")
-_METHODS = (types.FunctionType, staticmethod, classmethod, property)
+_TREE_METHODS = frozenset({"modules", "named_modules", "children", "named_children", "parameters",
+                           "named_parameters", "buffers", "named_buffers"})
 _CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)
 _INDEXABLE = {torch.nn.Sequential.__getitem__, torch.nn.ModuleList.__getitem__, torch.nn.ModuleDict.__getitem__}
 
@@ -52,24 +82,45 @@ _INDEXABLE = {torch.nn.Sequential.__getitem__, torch.nn.ModuleList.__getitem__, 
 # ---- sources ---------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
-class ModuleSlotSource(Source):
-    """`base.<dict_name>[key]`: a submodule, parameter or buffer, read from the dict
-    nn.Module keeps it in (what `Module.__getattr__` would return, without its cost)."""
+class ModuleDictItemSource(Source):
+    """`owner.__dict__[key]` read through `dict_src` (an alias of that dict in guards);
+    `describe()`/`reconstruct()` go through `owner`, the module's own source."""
 
-    base: Source
-    dict_name: str
+    dict_src: Source
     key: str
+    owner: Source
 
     def name(self) -> str:
-        return f"{self.base.name()}.{self.dict_name}[{self.key!r}]"
+        return f"{self.dict_src.name()}[{self.key!r}]"
+
+    def describe(self) -> str:
+        return f"{self.owner.describe()}.{self.key}"
+
+    def reconstruct(self, cg) -> None:
+        self.owner.reconstruct(cg)
+        cg.load_attr(self.key)
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleSlotSource(Source):
+    """`owner.<dict_name>[key]`: a submodule, parameter or buffer, read from the dict
+    nn.Module keeps it in (what `Module.__getattr__` returns, without its cost)."""
+
+    dict_src: Source
+    dict_name: str
+    key: str
+    owner: Source
+
+    def name(self) -> str:
+        return f"{self.dict_src.name()}[{self.dict_name!r}][{self.key!r}]"
 
     def describe(self) -> str:
         if self.key.isidentifier():
-            return f"{self.base.describe()}.{self.key}"
-        return f"{self.base.describe()}[{self.key}]"
+            return f"{self.owner.describe()}.{self.key}"
+        return f"{self.owner.describe()}[{self.key}]"
 
     def reconstruct(self, cg) -> None:
-        self.base.reconstruct(cg)
+        self.owner.reconstruct(cg)
         cg.load_attr(self.dict_name)
         cg.load_const(self.key)
         cg.binary_subscr()
@@ -77,13 +128,15 @@ class ModuleSlotSource(Source):
 
 @dataclass(frozen=True, slots=True)
 class ModuleBindSource(Source):
-    """The module at `inner`, bound to guard-local `__bg_m<index>` (Note [Module guard aliases])."""
+    """The module at `inner`, bound to guard-local `__bg_m<index>` and its `__dict__` to
+    `__bg_d<index>`; evaluates to the module (Note [Module guard aliases])."""
 
     inner: Source
     index: int
 
     def name(self) -> str:
-        return f"(__bg_m{self.index} := {self.inner.name()})"
+        i = self.index
+        return f"((__bg_d{i} := (__bg_m{i} := {self.inner.name()}).__dict__) and __bg_m{i})"
 
     def describe(self) -> str:
         return self.inner.describe()
@@ -94,13 +147,53 @@ class ModuleBindSource(Source):
 
 @dataclass(frozen=True, slots=True)
 class ModuleAliasSource(Source):
-    """The module bound by `ModuleBindSource(inner, index)` (Note [Module guard aliases])."""
+    """`__bg_m<index>` (or `__bg_d<index>`, the module's `__dict__`, when `of_dict`), bound
+    by an earlier guard clause (Note [Module guard aliases])."""
 
     inner: Source
     index: int
+    of_dict: bool = False
 
     def name(self) -> str:
-        return f"__bg_m{self.index}"
+        return f"__bg_{'d' if self.of_dict else 'm'}{self.index}"
+
+    def describe(self) -> str:
+        return f"{self.inner.describe()}.__dict__" if self.of_dict else self.inner.describe()
+
+    def reconstruct(self, cg) -> None:
+        self.inner.reconstruct(cg)
+        if self.of_dict:
+            cg.load_attr("__dict__")
+
+
+@dataclass(frozen=True, slots=True)
+class _Expr(Source):
+    """A guard-only boolean-ish expression over other sources (hook checks): `template`
+    is formatted with the parts' names; guarded `is None` / `is False`."""
+
+    template: str
+    parts: tuple
+    what: str
+
+    def name(self) -> str:
+        return self.template.format(*(p.name() for p in self.parts))
+
+    def describe(self) -> str:
+        return self.what
+
+    def reconstruct(self, cg) -> None:
+        raise NotImplementedError("a guard-only source")
+
+
+@dataclass(frozen=True, slots=True)
+class _Bind(Source):
+    """`(alias := inner)`: binds a value (a parameter) for later guard clauses."""
+
+    inner: Source
+    alias: str
+
+    def name(self) -> str:
+        return f"({self.alias} := {self.inner.name()})"
 
     def describe(self) -> str:
         return self.inner.describe()
@@ -110,85 +203,63 @@ class ModuleAliasSource(Source):
 
 
 @dataclass(frozen=True, slots=True)
-class AnyOfSource(Source):
-    """`(a or b or ... or None)`: None exactly when every part is falsy (guarded `is None`).
-    Used to check several hook dicts (and flags) in one guard clause."""
+class _Alias(Source):
+    """The value bound by `_Bind(inner, alias)` in an earlier clause."""
 
-    parts: tuple
-    what: str
-
-    def name(self) -> str:
-        return "(" + " or ".join(p.name() for p in self.parts) + " or None)"
-
-    def describe(self) -> str:
-        return self.what
-
-    def reconstruct(self, cg) -> None:
-        raise NotImplementedError("AnyOfSource is a guard-only source")
-
-
-@dataclass(frozen=True, slots=True)
-class InstanceDictHasSource(Source):
-    """`(key in base.__dict__)`: an instance attribute shadowing a class attribute."""
-
-    base: Source
-    key: str
+    inner: Source
+    alias: str
 
     def name(self) -> str:
-        return f"({self.key!r} in {self.base.name()}.__dict__)"
+        return self.alias
 
     def describe(self) -> str:
-        return f"{self.base.describe()}.__dict__ has {self.key!r}"
+        return self.inner.describe()
 
     def reconstruct(self, cg) -> None:
-        raise NotImplementedError("InstanceDictHasSource is a guard-only source")
+        self.inner.reconstruct(cg)
 
 
-@dataclass(frozen=True, slots=True)
-class _Attr(Source):
-    """`base.attr` for attributes of a module's instance dict (plain attribute access is
-    a C-level dict hit for these, so it stays cheap in guards)."""
-
-    base: Source
-    attr: str
-
-    def name(self) -> str:
-        return f"{self.base.name()}.{self.attr}"
-
-    def describe(self) -> str:
-        return f"{self.base.describe()}.{self.attr}"
-
-    def reconstruct(self, cg) -> None:
-        self.base.reconstruct(cg)
-        cg.load_attr(self.attr)
+# Note [Module call guard]: one clause per called module: no hook of any kind, no
+# instance `forward`, no `_compiled_call_impl` (`module.compile()`), read from its dict.
+_NO_HOOKS = "({0}['_backward_hooks'] or {0}['_backward_pre_hooks'] or {0}['_forward_hooks'] or " \
+            "{0}['_forward_pre_hooks'] or 'forward' in {0} or '_compiled_call_impl' in {0} or None)"
 
 
 # ---- the tracker ---------------------------------------------------------------------------
 
-def build_module(tx, module: torch.nn.Module, source, do_guard: bool) -> "NNModuleVariable":
-    """The tracker for `module` at `source` (called by `builder.wrap`), with its identity guard."""
+def build_module(tx, module: torch.nn.Module, source, do_guard: bool) -> NNModuleVariable:
+    """The tracker for `module` at `source` (called by `builder.wrap`), with its type guard.
+
+    Note [Modules are guarded by type, not identity]: everything the trace reads from a
+    module is guarded through its own source (constants by value, submodules by type,
+    parameters and buffers by tensor metadata, the keys of every slot dict it walks,
+    its hooks when called), so another instance with the same structure reuses the
+    entry, and an in-place change of the same instance (train(), a replaced submodule,
+    a frozen parameter) fails exactly the guard of what changed."""
+    if isinstance(module, weakref.ReferenceType):
+        return build_weakref(tx, module, source, do_guard)
     if source is None:
         tx.unsupported(f"an nn.Module of type {type(module).__qualname__} without a source",
                        category="unsupported value")
-    if not do_guard:
-        return NNModuleVariable(module, source, source)
-    if isinstance(source, LocalSource):
-        tx.output.add_guard(Guard(GuardKind.ID_MATCH, source, module, tx.location()))
-        return NNModuleVariable(module, source, source)
-    index = next(_alias_ids)
-    tx.output.add_guard(Guard(GuardKind.ID_MATCH, ModuleBindSource(source, index), module, tx.location()))
-    return NNModuleVariable(module, source, ModuleAliasSource(source, index))
+    if not do_guard:  # nothing may assume an alias was bound: spell the full path
+        return NNModuleVariable(module, source, source, AttrSource(source, "__dict__"))
+    index = _next_alias(tx)
+    tx.output.add_guard(Guard(GuardKind.TYPE_MATCH, ModuleBindSource(source, index), type(module), tx.location()))
+    return NNModuleVariable(module, source, ModuleAliasSource(source, index),
+                            ModuleAliasSource(source, index, of_dict=True))
 
 
 class NNModuleVariable(UserObjectVariable):
-    """An `nn.Module` with a source. `base` is the source its attributes are read from in
-    guards (an alias of `source`, Note [Module guard aliases])."""
+    """An `nn.Module` with a source. In guards, attributes are read from `dict_src` (the
+    module's `__dict__`) and class attributes from `base` (the module); both are aliases
+    bound by its type guard (Note [Module guard aliases])."""
 
-    __slots__ = ("base", "call_checked")
+    __slots__ = ("base", "call_checked", "dict_src")
 
-    def __init__(self, value, source, base):
+    def __init__(self, value, source, base, dict_src):
         super().__init__(value, source)
         self.base = base
+        self.dict_src = dict_src
         self.call_checked = False
 
     def describe(self) -> str:
@@ -197,20 +268,45 @@ class NNModuleVariable(UserObjectVariable):
     # ---- attributes ----------------------------------------------------------------
     def var_getattr(self, tx, name):
         module = self.value
-        cls_attr = _class_attr(type(module), name)
-        if cls_attr is not None and hasattr(type(cls_attr), "__set__"):
-            return super().var_getattr(tx, name)  # data descriptor (property, __dict__, ...)
+        if self.attrs is not None and name in self.attrs:  # written earlier in this trace
+            pending = self.attrs[name]
+            if pending is not DELETED:
+                return pending
+            tx.unsupported(f"reading attribute {name!r} of {self.describe()} after deleting it",
+                           category="side effect")
+        if name == "__class__":
+            return tx.wrap(type(module), None)  # pinned by the module's type guard
+        cls_attr = _lookup(type(module), name)
+        if type(cls_attr) is property:
+            return tx.wrap(cls_attr.fget, None).call_function(tx, [self], {})
+        if cls_attr is not _ABSENT and hasattr(type(cls_attr), "__set__"):
+            return super().var_getattr(tx, name)  # another data descriptor
         instance = module.__dict__
         if name in instance:
             if name in _SLOT_DICTS:
                 return self._slot_dict(tx, name)
-            return tx.wrap(instance[name], _Attr(self.base, name))
+            value = instance[name]
+            source = ModuleDictItemSource(self.dict_src, name, self.source)
+            if type(value) is int:
+                return wrap_int(tx, value, source)  # a counter is not pinned unless used
+            return tx.wrap(value, source)
         for dict_name in _SLOT_DICTS:
             slots = instance[dict_name]
             if name in slots:
                 return self._slot(tx, dict_name, name)
-        if cls_attr is not None:
-            if isinstance(cls_attr, _METHODS) or (hasattr(type(cls_attr), "__get__") and not isinstance(cls_attr, type)):
+        if cls_attr is not _ABSENT:
+            if name in _TREE_METHODS and cls_attr is getattr(torch.nn.Module, name):
+                return ModuleMethodVariable(self, name)
+            if name != "forward" or not self.call_checked:  # Note [Module call guard] covers forward
+                # an instance attribute set later would shadow the class attribute
+                tx.output.add_guard(Guard(GuardKind.NOT_PRESENT, self.dict_src, name, tx.location()))
+            if isinstance(cls_attr, types.FunctionType):
+                return BoundMethodVariable(tx.wrap(cls_attr, None), self, AttrSource(self.source, name))
+            if isinstance(cls_attr, staticmethod):
+                return tx.wrap(cls_attr.__func__, None)
+            if isinstance(cls_attr, classmethod):
+                return BoundMethodVariable(tx.wrap(cls_attr.__func__, None), tx.wrap(type(module), None))
+            if hasattr(type(cls_attr), "__get__") and not isinstance(cls_attr, type):
                 return super().var_getattr(tx, name)
             return tx.wrap(cls_attr, AttrSource(self.base, name))
         if _class_attr(type(module), "__getattr__") is not torch.nn.Module.__getattr__:
@@ -218,12 +314,24 @@ class NNModuleVariable(UserObjectVariable):
         tx.raise_user_error(AttributeError(f"'{type(module).__name__}' object has no attribute '{name}'"))
 
     def _slot(self, tx, dict_name: str, key: str):
-        return tx.wrap(self.value.__dict__[dict_name][key], ModuleSlotSource(self.base, dict_name, key))
+        value = self.value.__dict__[dict_name][key]
+        source = ModuleSlotSource(self.dict_src, dict_name, key, self.source)
+        if isinstance(value, torch.Tensor) and isinstance(self.dict_src, ModuleAliasSource):
+            cached = tx.output.tracked.get(source)
+            if cached is None:
+                # bind the tensor once, so its metadata guard does not re-walk the path
+                index = _next_alias(tx)
+                tx.output.add_guard(Guard(GuardKind.TYPE_MATCH, _Bind(source, f"__bg_t{index}"), type(value),
+                                          tx.location()))
+                cached = tx.output.add_input(_Alias(source, f"__bg_t{index}"), value)
+                tx.output.tracked[source] = cached
+            return cached
+        return tx.wrap(value, source)
 
     def _slot_dict(self, tx, dict_name: str):
         """`self._modules` (etc.) as a dict of trackers whose keys are guarded."""
         slots = self.value.__dict__[dict_name]
-        src = _Attr(self.base, dict_name)
+        src = ModuleDictItemSource(self.dict_src, dict_name, self.source)
         cached = tx.output.tracked.get(src)
         if cached is not None:
             return cached
@@ -232,6 +340,30 @@ class NNModuleVariable(UserObjectVariable):
         vt = DictVariable(items, src, type(slots))
         tx.output.tracked[src] = vt
         return vt
+
+    def _check_writable(self, tx, name: str, what: str, value=None) -> None:
+        """Plain attribute writes are logged and replayed with `setattr` (graph/side_effects.py);
+        `Module.__setattr__` then does exactly `object.__setattr__`. Writes that register a
+        parameter, buffer or submodule, or that go through a descriptor, are not modelled."""
+        d = self.value.__dict__
+        if self.source is None:
+            tx.unsupported(f"{what} attribute {name!r} of a module without a source", category="side effect")
+        cls = type(self.value)
+        if cls.__setattr__ is not torch.nn.Module.__setattr__ or cls.__delattr__ is not torch.nn.Module.__delattr__:
+            tx.unsupported(f"{what} attribute {name!r} of {self.describe()}, whose class overrides "
+                           "__setattr__/__delattr__", category="side effect")
+        if any(name in d[slot] for slot in _SLOT_DICTS) or name in _SLOT_DICTS or \
+                isinstance(value, (TensorVariable, NNModuleVariable)):
+            tx.unsupported(f"{what} {name!r} of {self.describe()} changes its parameters, buffers or "
+                           "submodules", category="side effect",
+                           hint="register parameters, buffers and submodules outside the compiled call")
+        if hasattr(type(_lookup(cls, name)), "__set__"):
+            tx.unsupported(f"{what} attribute {name!r} of {self.describe()} through a descriptor",
+                           category="side effect")
+
+    def store_attr(self, tx, name, value) -> None:
+        self._check_writable(tx, name, "setting", value)
+        self._write(tx, name, value)
 
     # ---- calls -----------------------------------------------------------------------
     def call_function(self, tx, args, kwargs):
@@ -243,22 +375,71 @@ class NNModuleVariable(UserObjectVariable):
         return super().call_function(tx, args, kwargs)  # inline type(module).__call__ (hooks run)
 
     def _has_hooks(self, tx) -> bool:
-        """Whether a call must run `Module._call_impl`'s hook logic; guarded either way."""
-        module = self.value
-        local = [getattr(module, name) for name in _MODULE_HOOK_DICTS]
-        shadowed = "forward" in module.__dict__
-        compiled = module.__dict__.get("_compiled_call_impl") is not None
+        """Whether a call must run `Module._call_impl`'s hook logic (Note [Module call guard])."""
+        d = self.value.__dict__
+        present = bool(d["_backward_hooks"] or d["_backward_pre_hooks"] or d["_forward_hooks"]
+                       or d["_forward_pre_hooks"] or "forward" in d or "_compiled_call_impl" in d)
+        if present:
+            return True  # the generic path reads, and so guards, every dict it uses
         if not self.call_checked:
             self.call_checked = True
-            parts = tuple(_Attr(self.base, n) for n in (*_MODULE_HOOK_DICTS, "_compiled_call_impl")) + (
-                InstanceDictHasSource(self.base, "forward"),)
-            if not (any(local) or shadowed or compiled):
-                tx.output.add_guard(Guard(GuardKind.CONSTANT_MATCH, AnyOfSource(
-                    parts, f"hooks of {self.source.describe()}"), None, tx.location()))
-        if any(local) or shadowed or compiled:
-            # the generic path reads every dict it uses, and guards what it reads
-            return True
+            tx.output.add_guard(Guard(GuardKind.CONSTANT_MATCH, _Expr(
+                _NO_HOOKS, (self.dict_src,), f"hooks of {self.source.describe()}"), None, tx.location()))
         return _global_hooks(tx)
+
+    # ---- walking the module tree -----------------------------------------------------
+    def named_modules(self, tx, prefix: str = "", remove_duplicate: bool = True, seen=None):
+        """[(qualified name, tracker)] like `Module.named_modules`; guards every `_modules` dict's keys."""
+        seen = set() if seen is None else seen
+        if remove_duplicate and id(self.value) in seen:
+            return []
+        seen.add(id(self.value))
+        out = [(prefix, self)]
+        for key, child in self._slot_dict(tx, "_modules").items.items():
+            if isinstance(child, NNModuleVariable):
+                out += child.named_modules(tx, f"{prefix}.{key}" if prefix else key, remove_duplicate, seen)
+        return out
+
+    def _named_members(self, tx, dict_name: str, prefix: str, recurse: bool, remove_duplicate: bool):
+        modules = self.named_modules(tx, prefix, remove_duplicate) if recurse else [(prefix, self)]
+        seen, out = set(), []
+        for module_prefix, module in modules:
+            for key, vt in module._slot_dict(tx, dict_name).items.items():
+                real = module.value.__dict__[dict_name][key]
+                if real is None or (remove_duplicate and id(real) in seen):
+                    continue
+                seen.add(id(real))
+                out.append((f"{module_prefix}.{key}" if module_prefix else key, vt))
+        return out
+
+    def _tree_method(self, tx, name: str, args, kwargs):
+        """`modules()`, `named_parameters()`, ...: computed from the real tree, as trackers."""
+        from .functions import bind_arguments
+        from .iterators import ListIteratorVariable
+
+        fn = getattr(torch.nn.Module, name)
+        defaults = [ConstantVariable(v) for v in fn.__defaults__ or ()]
+        bound = bind_arguments(tx, fn.__code__, defaults, {}, [self, *args], kwargs, name)
+        options = {k: v.as_python_constant() for k, v in bound.items() if k != "self"}
+        if name in ("modules", "named_modules"):
+            if options.get("memo") is not None:
+                tx.unsupported("named_modules(memo=...)", category="unsupported call")
+            pairs = self.named_modules(tx, options.get("prefix", ""), options.get("remove_duplicate", True))
+        elif name in ("children", "named_children"):
+            pairs, seen = [], set()
+            for key, child in self._slot_dict(tx, "_modules").items.items():
+                if isinstance(child, NNModuleVariable) and id(child.value) not in seen:
+                    seen.add(id(child.value))
+                    pairs.append((key, child))
+        else:
+            dict_name = "_parameters" if "parameters" in name else "_buffers"
+            pairs = self._named_members(tx, dict_name, options.get("prefix", ""), options.get("recurse", True),
+                                        options.get("remove_duplicate", True))
+        if name.startswith("named_"):
+            items = [TupleVariable([ConstantVariable(k), v]) for k, v in pairs]
+        else:
+            items = [v for _, v in pairs]
+        return ListIteratorVariable(items)
 
     # ---- containers ------------------------------------------------------------------
     def unpack(self, tx) -> list:
@@ -279,6 +460,8 @@ class NNModuleVariable(UserObjectVariable):
             return self._index(tx, args[0].as_python_constant())
         if name == "__len__" and isinstance(module, _CONTAINERS) and not args:
             return ConstantVariable(len(self._slot_dict(tx, "_modules").items))
+        if name in _TREE_METHODS and _class_attr(type(module), name) is getattr(torch.nn.Module, name):
+            return self._tree_method(tx, name, args, kwargs)
         return super().call_method(tx, name, args, kwargs)
 
     def _index(self, tx, key):
@@ -297,12 +480,83 @@ class NNModuleVariable(UserObjectVariable):
         raise AssertionError("indexed child not found in _modules")
 
 
+class ModuleMethodVariable(VariableTracker):
+    """`module.parameters` (etc.) looked up, not yet called: answered from the real tree."""
+
+    __slots__ = ("module", "name")
+
+    def __init__(self, module: NNModuleVariable, name: str):
+        super().__init__(None)
+        self.module = module
+        self.name = name
+
+    def python_type(self) -> type:
+        return types.MethodType
+
+    def call_function(self, tx, args, kwargs):
+        return self.module._tree_method(tx, self.name, args, kwargs)
+
+    def describe(self) -> str:
+        return f"method {self.name} of {self.module.describe()}"
+
+
+class WeakRefVariable(VariableTracker):
+    """A `weakref.ref` read from the caller's world (e.g. `RNNBase._flat_weight_refs`);
+    calling it reads the referent (only tensors, or None when dead) through its source."""
+
+    __slots__ = ("ref",)
+
+    def __init__(self, ref, source):
+        super().__init__(source)
+        self.ref = ref
+
+    def python_type(self) -> type:
+        return type(self.ref)
+
+    def call_function(self, tx, args, kwargs):
+        if args or kwargs:
+            tx.raise_user_error(TypeError("weakref.ref() takes no arguments"))
+        referent = self.ref()
+        if referent is not None and not isinstance(referent, torch.Tensor):
+            # e.g. RemovableHandle.hooks_dict_ref: a dict whose keys change on every call
+            tx.unsupported(f"calling weak reference {self.source.describe()} to a "
+                           f"{type(referent).__qualname__}", category="unsupported call")
+        return tx.wrap(referent, _Called(self.source))
+
+
+@dataclass(frozen=True, slots=True)
+class _Called(Source):
+    """`base()`: the referent of a weak reference."""
+
+    base: Source
+
+    def name(self) -> str:
+        return f"{self.base.name()}()"
+
+    def describe(self) -> str:
+        return f"{self.base.describe()}()"
+
+    def reconstruct(self, cg) -> None:
+        cg.push_null()
+        self.base.reconstruct(cg)
+        cg.call(0)
+
+
+def build_weakref(tx, ref, source, do_guard: bool) -> WeakRefVariable:
+    if source is None:
+        tx.unsupported("a weak reference without a source", category="unsupported value")
+    if do_guard:
+        tx.output.add_guard(Guard(GuardKind.TYPE_MATCH, source, type(ref), tx.location()))
+    return WeakRefVariable(ref, source)
+
+
 def _global_hooks(tx) -> bool:
     """Whether any global module hook is registered; guarded (once per capture)."""
     dicts = [getattr(_module_mod, name) for name in _GLOBAL_HOOK_DICTS]
     present = any(dicts)
     if not present:
-        source = AnyOfSource(tuple(ObjectSource(d) for d in dicts), "global nn.Module hooks")
+        source = _Expr("({} or {} or {} or {} or None)", tuple(ObjectSource(d) for d in dicts),
+                       "global nn.Module hooks")
         tx.output.add_guard(Guard(GuardKind.CONSTANT_MATCH, source, None, tx.location()))
     return present
 

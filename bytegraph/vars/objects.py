@@ -17,6 +17,7 @@ import types
 from ..guards.sources import AttrSource
 from .base import VariableTracker
 from .functions import BoundMethodVariable
+from .lazy_int import wrap_int
 
 class _Deleted:
     """The pending value of a deleted attribute or global (see graph/side_effects.py)."""
@@ -28,6 +29,7 @@ class _Deleted:
 
 
 DELETED = _DELETED = _Deleted()
+DELETE_FIRST = "__bg_delete_first__"
 
 # Modules whose attributes are taken as fixed (no guard per attribute read).
 _TRUSTED_MODULE_PREFIXES = ("torch", "math", "operator", "functools", "builtins", "itertools",
@@ -63,6 +65,8 @@ class PythonModuleVariable(VariableTracker):
         except AttributeError as e:
             tx.raise_user_error(e)
         src = AttrSource(self.source, name) if self.source is not None else None
+        if type(value) is int and src is not None and not _trusted(self.module):
+            return wrap_int(tx, value, src)
         return tx.wrap(value, src, guard=not _trusted(self.module))
 
     def store_attr(self, tx, name, value) -> None:
@@ -131,6 +135,16 @@ class ClassVariable(VariableTracker):
                     else:
                         tx.raise_user_error(TypeError(f"{self.cls.__name__}() missing argument '{field}'"))
             return NamedTupleVariable([values[f] for f in self.cls._fields], self.cls)
+        if _plain_user_class(self.cls):
+            obj = NewObjectVariable(object.__new__(self.cls))
+            init = _class_attr(self.cls, "__init__")
+            if isinstance(init, types.FunctionType):
+                result = tx.wrap(init, None).call_function(tx, [obj, *args], kwargs)
+                if not (result.is_python_constant() and result.as_python_constant() is None):
+                    tx.raise_user_error(TypeError("__init__() should return None"))
+            elif args or kwargs:
+                tx.raise_user_error(TypeError(f"{self.cls.__name__}() takes no arguments"))
+            return obj
         tx.unsupported(f"creating an instance of {self.cls.__qualname__}", category="unsupported call",
                        hint="objects of user classes can be created outside the compiled function")
 
@@ -173,12 +187,19 @@ class UserObjectVariable(VariableTracker):
     def _write(self, tx, name, value) -> None:
         if self.attrs is None:
             self.attrs = {}
+        if self.attrs.get(name) is _DELETED and value is not _DELETED:
+            # `del o.a; ...; o.a = v` moves `a` to the end of `o.__dict__`: replay the
+            # delete (key `(DELETE_FIRST, name)`) right before the new value.
+            del self.attrs[name]
+            if self.source is not None and name in self.value.__dict__:
+                self.attrs[(DELETE_FIRST, name)] = _DELETED
         self.attrs[name] = value
-        tx.output.side_effects.note_attr_write(self)
+        if self.source is not None:
+            tx.output.side_effects.note_attr_write(self)
 
     def _check_writable(self, tx, name: str, what: str) -> None:
         cls = type(self.value)
-        if self.source is None:
+        if self.source is None and not isinstance(self, NewObjectVariable):
             tx.unsupported(f"{what} attribute {name!r} of an object made during tracing", category="side effect")
         if cls.__setattr__ is not object.__setattr__ or cls.__delattr__ is not object.__delattr__:
             tx.unsupported(f"{what} attribute {name!r} of {self.describe()}, whose class defines "
@@ -206,10 +227,13 @@ class UserObjectVariable(VariableTracker):
         except AttributeError:
             return self._dynamic_getattr(tx, name)
         cls_attr = _class_attr(type(self.value), name)
+        if static is cls_attr and self.source is not None and hasattr(self.value, "__dict__"):
+            tx.guard_attr_presence(self.source, name, False)  # an instance attribute would shadow it
         if isinstance(static, property) and static is cls_attr:
             return tx.wrap(static.fget, None).call_function(tx, [self], {})
         if isinstance(static, types.FunctionType) and static is cls_attr:
-            return BoundMethodVariable(tx.wrap(static, None), self, src)
+            class_src = AttrSource(AttrSource(self.source, "__class__"), name) if self.source is not None else None
+            return BoundMethodVariable(tx.wrap(static, class_src), self, src)
         if isinstance(static, staticmethod):
             return tx.wrap(static.__func__, None)
         if isinstance(static, classmethod):
@@ -217,7 +241,10 @@ class UserObjectVariable(VariableTracker):
                                        ClassVariable(type(self.value)))
         if hasattr(type(static), "__get__") and static is cls_attr and not isinstance(static, type):
             tx.unsupported(f"descriptor {name!r} of {self.describe()}", category="unsupported attribute")
-        return tx.wrap(getattr(self.value, name), src)
+        value = getattr(self.value, name)
+        if type(value) is int and src is not None:
+            return wrap_int(tx, value, src)  # e.g. a counter: pinned only if tracing uses its value
+        return tx.wrap(value, src)
 
     def _dynamic_getattr(self, tx, name):
         getattr_fn = _class_attr(type(self.value), "__getattr__")
@@ -238,8 +265,92 @@ class UserObjectVariable(VariableTracker):
         return f"{what} of type {type(self.value).__qualname__}"
 
 
+class NewObjectVariable(UserObjectVariable):
+    """An instance of a plain user class created during tracing (`Point(x, y)`).
+
+    `value` is a real, empty instance made with `object.__new__` (only for attribute
+    lookup on its class); its state lives in `attrs`. If it escapes, residual code makes
+    it again: `object.__new__(cls)` plus its final instance dict (see `_new_object`)."""
+
+    __slots__ = ()
+
+    def __init__(self, value):
+        super().__init__(value, None)
+        self.attrs = {}
+
+    def reconstruct(self, cg) -> None:
+        cg.push_null()
+        cg.load_const(_new_object)
+        cg.load_const(type(self.value))
+        names = [n for n, v in self.attrs.items() if v is not _DELETED]
+        for name in names:
+            cg.reconstruct(self.attrs[name])
+        cg.build("BUILD_TUPLE", len(names))
+        cg.load_const(tuple(names))
+        cg.call(3)
+
+    def describe(self) -> str:
+        return f"new object of type {type(self.value).__qualname__}"
+
+
+def _new_object(cls, values, names):
+    obj = object.__new__(cls)
+    obj.__dict__.update(zip(names, values))
+    return obj
+
+
+def _plain_user_class(cls: type) -> bool:
+    """A Python class whose instances are made by `object.__new__` and hold their state in
+    a plain instance `__dict__` (no slots, no custom __setattr__, no metaclass)."""
+    if type(cls) is not type or cls.__new__ is not object.__new__ or cls.__module__ == "builtins":
+        return False
+    if cls.__setattr__ is not object.__setattr__ or cls.__delattr__ is not object.__delattr__:
+        return False
+    for klass in cls.__mro__[:-1]:
+        if "__slots__" in klass.__dict__ or klass.__module__ == "builtins":
+            return False
+    try:
+        import torch
+
+        if issubclass(cls, torch.nn.Module) or issubclass(cls, torch.Tensor):
+            return False
+    except ImportError:  # pragma: no cover
+        pass
+    init = _class_attr(cls, "__init__")
+    return isinstance(init, types.FunctionType) or init is object.__init__
+
+
 def _class_attr(cls: type, name: str):
     for klass in cls.__mro__:
         if name in klass.__dict__:
             return klass.__dict__[name]
     return None
+
+
+class OpaqueCallableVariable(VariableTracker):
+    """A C function bytegraph knows nothing about (`time.time`, `os.getpid`, a NumPy
+    function): it can be passed around, and calling it is a graph break."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn, source):
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self):
+        return self.fn
+
+    def call_function(self, tx, args, kwargs):
+        tx.unsupported(f"calling C function {getattr(self.fn, '__qualname__', self.fn)!s}, which bytegraph "
+                       "does not know", category="unsupported call",
+                       hint="the call runs eagerly at a graph break; move it outside the compiled "
+                            "function to avoid the break")
+
+    def describe(self) -> str:
+        return f"C function {getattr(self.fn, '__qualname__', self.fn)!s}"

@@ -138,6 +138,10 @@ class TensorMethodVariable(VariableTracker):
     def call_function(self, tx, args, kwargs):
         return self.tensor.call_method(tx, self.name, args, kwargs)
 
+    def reconstruct(self, cg) -> None:
+        cg.reconstruct(self.tensor)
+        cg.load_attr(self.name)
+
 
 def _wrap_metadata(value) -> VariableTracker:
     if isinstance(value, torch.Size):

@@ -221,7 +221,7 @@ def _rng(tx, args, kwargs):
 def _state_query(tx, args, kwargs, fn=None):
     """A query of global torch state (autocast, ...): its current value, guarded per call."""
     from ..guards.guard import Guard, GuardKind
-    from ..guards.sources import ObjectSource, Source
+    from ..guards.sources import ObjectSource
 
     consts = [a.as_python_constant() for a in args]
     value = fn(*consts)
@@ -233,7 +233,7 @@ def _state_query(tx, args, kwargs, fn=None):
 class _StateQuerySource:
     """`fn(*args)` re-evaluated by the guard function (a guard-only source)."""
 
-    __slots__ = ("fn", "args")
+    __slots__ = ("args", "fn")
 
     def __init__(self, fn, args):
         self.fn, self.args = fn, args

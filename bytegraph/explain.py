@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .compiled_function import LISTENERS, CompiledFunction
+from .runtime.compiled_function import LISTENERS, CompiledFunction
 
 
 @dataclass
@@ -71,7 +71,7 @@ def explain(fn, *args, **kwargs):
 
 
 def _explain_call(fn, args, kwargs) -> ExplainOutput:
-    from ..api import compile as bg_compile
+    from .api import compile as bg_compile
 
     out = ExplainOutput()
 

@@ -1,0 +1,38 @@
+"""Shared pytest setup for the bytegraph differential test-suite.
+
+Every test starts and ends with a clean bytegraph (``bytegraph.reset()``) and a
+seeded torch RNG, so tests are independent of order and of xdist scheduling.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+_TESTS = os.path.dirname(os.path.abspath(__file__))
+_ROOT = os.path.dirname(_TESTS)
+if _TESTS not in sys.path:  # `helpers` and `support` are imported as top-level modules
+    sys.path.insert(0, _TESTS)
+try:  # make `import bytegraph` work from any working directory
+    import bytegraph  # noqa: F401
+except ImportError:
+    sys.path.insert(0, _ROOT)
+
+import torch  # noqa: E402
+
+import bytegraph  # noqa: E402
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: slow test (e.g. the inductor backend); still run by default")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_bytegraph():
+    bytegraph.reset()
+    torch.manual_seed(0)
+    grad_enabled = torch.is_grad_enabled()
+    yield
+    torch.set_grad_enabled(grad_enabled)
+    bytegraph.reset()

@@ -1,0 +1,78 @@
+"""Static checks of bytegraph's own sources: the layer order of DESIGN.md section 2, no use
+of torch._dynamo or torch.compile anywhere in bytegraph, and no torch in `_bytecode`.
+
+(torch's own code imports torch._dynamo internally, e.g. when a FakeTensorMode is created;
+the rule is about bytegraph's code, so it is checked on bytegraph's sources.)
+"""
+import ast
+import pathlib
+
+import pytest
+
+PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "bytegraph"
+# Lower index = further left; a module may import only from its own layer or to its left.
+LAYERS = [("errors", "config", "hints"), ("_bytecode",), ("guards",), ("vars",), ("graph",),
+          ("translate",), ("runtime",), ("api", "explain", "__init__")]
+
+
+def _layer_of(parts: tuple[str, ...]) -> int:
+    head = parts[0] if parts else "__init__"
+    for i, names in enumerate(LAYERS):
+        if head in names:
+            return i
+    raise AssertionError(f"module bytegraph.{'.'.join(parts)} is in no layer; add it to LAYERS")
+
+
+def _modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).with_suffix("")
+        parts = tuple(p for p in rel.parts if p != "__init__") or ("__init__",)
+        yield path, parts
+
+
+def _imports(path: pathlib.Path, parts: tuple[str, ...]):
+    """(imported absolute module name, line) for every import in the file, nested ones too."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = ["bytegraph", *parts[:-1]] if path.name != "__init__.py" else ["bytegraph", *parts]
+    if parts == ("__init__",):
+        package = ["bytegraph"]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - node.level + 1]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module
+            yield name, node.lineno
+            for alias in node.names:
+                yield f"{name}.{alias.name}", node.lineno
+
+
+@pytest.mark.parametrize("path,parts", list(_modules()), ids=lambda v: str(v))
+def test_imports_point_left(path, parts):
+    own = _layer_of(parts)
+    for name, line in _imports(path, parts):
+        if not name.startswith("bytegraph."):
+            continue
+        target = tuple(name.split(".")[1:2])
+        if target and target[0] in {n for layer in LAYERS for n in layer}:
+            assert _layer_of(target) <= own, f"{path.name}:{line} imports {name} (a layer to the right)"
+
+
+@pytest.mark.parametrize("path,parts", list(_modules()), ids=lambda v: str(v))
+def test_no_dynamo_and_no_torch_compile(path, parts):
+    tree = ast.parse(path.read_text(), str(path))
+    for name, line in _imports(path, parts):
+        assert not name.startswith("torch._dynamo"), f"{path.name}:{line} imports {name}"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch":
+            assert node.attr not in ("compile", "_dynamo"), f"{path.name}:{node.lineno} uses torch.{node.attr}"
+
+
+@pytest.mark.parametrize("path,parts", [m for m in _modules() if m[1][0] == "_bytecode"], ids=lambda v: str(v))
+def test_bytecode_layer_has_no_torch(path, parts):
+    for name, line in _imports(path, parts):
+        assert name.split(".")[0] != "torch", f"{path.name}:{line} imports {name}"
