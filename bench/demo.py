@@ -7,7 +7,6 @@ eager, and the steady-state time per call compiled vs eager.
 An example bytegraph cannot compile yet is reported as not yet supported and the tour goes on.
 """
 
-import importlib
 import inspect
 import statistics
 import textwrap
@@ -90,21 +89,14 @@ def per_call_us(fn: Callable[..., Any], args: tuple[Any, ...], calls: int = 500,
     return statistics.median(samples)
 
 
-def print_guards(target: Callable[..., Any]) -> None:
-    """Print each cache entry's guards, where the runtime exposes them."""
-    try:
-        cache = importlib.import_module("bytegraph.runtime.cache")
-    except ImportError:
-        cache = None
-    if not hasattr(cache, "entries_of"):
-        print("guards: (bytegraph.runtime.cache.entries_of is not available in this build)")
-        return
-    code_owner = target.forward if isinstance(target, nn.Module) else target
-    for i, entry in enumerate(cache.entries_of(code_owner)):
-        print(f"guards of cache entry {i}:")
-        print(textwrap.indent(entry.guard_source.rstrip(), "    "))
-        if getattr(entry, "reason", ""):
-            print(f"    (this entry runs eagerly: {entry.reason})")
+def print_guards(target: Callable[..., Any], args: tuple) -> None:
+    """Print the guards (and any graph breaks) of a fresh capture, via `bytegraph.explain`."""
+    out = bytegraph.explain(target)(*args)
+    for reason in out.break_reasons:
+        print(f"graph break: {reason}")
+    print("guards:")
+    for guard in out.guards:
+        print(f"    {guard}")
 
 
 def show(example: Example) -> None:
@@ -128,7 +120,7 @@ def show(example: Example) -> None:
         print(textwrap.indent(gm.code.strip(), "    "))
     if not recorder.graphs:
         print("not yet supported: no graph captured, bytegraph ran this eagerly")
-    print_guards(target)
+    print_guards(target, args)
     print(f"matches eager: {_matches(out, target(*args))}")
     print(f"capture (first call): {capture_ms:.2f} ms, {len(recorder.graphs)} graph(s)")
     if not example.timed:

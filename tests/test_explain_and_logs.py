@@ -5,7 +5,6 @@ with ``helpers.line_of``.
 """
 from __future__ import annotations
 
-import io
 import logging
 import os
 import random
@@ -17,7 +16,7 @@ import pytest
 import torch
 
 import bytegraph
-from helpers import CompileCounter, assert_same, clone_inputs, line_of
+from helpers import CompileCounter, assert_same, line_of
 from support import break_helpers as bh
 
 HERE = os.path.abspath(__file__)

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import bytegraph
-from helpers import CompileCounter, assert_same, check, clone_inputs, compile_counted, line_of
+from helpers import CompileCounter, assert_same, check, clone_inputs, compile_counted
 from support import break_helpers as bh
 from support import other_module as om
 
