@@ -324,6 +324,7 @@ class NNModuleVariable(UserObjectVariable):
                 tx.output.add_guard(Guard(GuardKind.TYPE_MATCH, _Bind(source, f"__bg_t{index}"), type(value),
                                           tx.location()))
                 cached = tx.output.add_input(_Alias(source, f"__bg_t{index}"), value)
+                _name_placeholder(cached.node, source.describe())
                 tx.output.tracked[source] = cached
             return cached
         return tx.wrap(value, source)
@@ -548,6 +549,14 @@ def build_weakref(tx, ref, source, do_guard: bool) -> WeakRefVariable:
     if do_guard:
         tx.output.add_guard(Guard(GuardKind.TYPE_MATCH, source, type(ref), tx.location()))
     return WeakRefVariable(ref, source)
+
+
+def _name_placeholder(node, path: str) -> None:
+    """Name a parameter's placeholder after its module path (`l_self_layers_3_weight`),
+    not after the guard alias it was read through."""
+    if node.op == "placeholder" and hasattr(node, "_rename"):
+        node._rename("l_" + "".join(c if c.isalnum() else "_" for c in path).strip("_"))
+        node.target = node.name  # the graph function's parameter name
 
 
 def _global_hooks(tx) -> bool:
