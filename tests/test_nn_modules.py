@@ -397,6 +397,23 @@ def test_inductor_small_mlp():
     check_module(make, randn(4, 8, grad=True), backend="inductor", graphs=1, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow
+def test_inductor_small_cnn_eval():
+    def make():
+        return nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                             nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 2)).eval()
+
+    check_module(make, randn(2, 3, 8, 8, grad=True), backend="inductor", graphs=1, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_inductor_transformer_encoder_layer_eval():
+    def make():
+        return nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0, batch_first=True).eval()
+
+    check_module(make, randn(2, 5, 16, grad=True), backend="inductor", graphs=1, rtol=1e-4, atol=1e-4)
+
+
 # ---- attribute writes inside forward ------------------------------------------------------------
 
 class Counting(nn.Module):

@@ -11,7 +11,6 @@ module (identity of pre-existing containers included) and closure cells must agr
 """
 from __future__ import annotations
 
-import pytest
 import torch
 
 import bytegraph

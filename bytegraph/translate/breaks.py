@@ -22,7 +22,7 @@ from ..vars.containers import TupleVariable
 from ..vars.functions import BoundMethodVariable, UserFunctionVariable
 from .ops_stack import NULL
 from .translator import is_traceable
-from .resume import body_with_label, make_resume_function, original_instr, stack_arg_name
+from .resume import body_with_label, make_resume_function, original_instr
 
 # opname -> (values popped, values pushed) for instructions that can run eagerly at a break.
 _EFFECTS = {
@@ -86,7 +86,7 @@ def emit_break(cg, tx, fn, compile_fn, emit_graph_call, restore_world) -> None:
                 _reconstruct_callee(cg, vt, compile_fn)
             else:
                 cg.reconstruct(vt)
-            cg.store_fast(stack_arg_name(slot))
+            cg.store_fast(_stack_temp(slot))
     for name in live:
         cg.reconstruct(tx.locals[name])
         cg.store_fast(_local_temp(name))
@@ -119,7 +119,7 @@ def emit_break(cg, tx, fn, compile_fn, emit_graph_call, restore_world) -> None:
         cg.instructions.append(Instr("PRECALL", inst.arg, lineno=cg.lineno))
     cg.instructions.append(original_instr(code, index))
     for slot in reversed(range(keep, keep + pushes)):
-        cg.store_fast(stack_arg_name(slot))
+        cg.store_fast(_stack_temp(slot))
     _call_resume(cg, tx, fn, index + 1, after, compile_fn)
 
 
@@ -128,11 +128,18 @@ def _push_slots(cg, stack: list, start: int) -> None:
         if stack[slot] is NULL:
             cg.push_null()
         else:
-            cg.load_fast(stack_arg_name(slot))
+            cg.load_fast(_stack_temp(slot))
 
 
 def _local_temp(name: str) -> str:
-    return f"__bg_local_{name}"
+    return f"__bg_break_local_{name}"
+
+
+def _stack_temp(slot: int) -> str:
+    """Temporary of stack slot `slot` in the breaking frame. Distinct from the resume
+    functions' `__bg_stack_<k>` parameters: the breaking frame may itself be a resume
+    function whose parameters must not be overwritten before they are read."""
+    return f"__bg_break_stack_{slot}"
 
 
 def _callable_slot(inst, stack) -> int | None:
@@ -173,7 +180,7 @@ def _call_resume(cg, tx, fn, index: int, null_slots: list, compile_fn) -> None:
     resume = compile_fn(make_resume_function(fn, code, index, tuple(null_slots), live))
     cg.push_null()
     cg.load_const(resume)
-    args = [stack_arg_name(s) for s, is_null in enumerate(null_slots) if not is_null] + list(live)
+    args = [_stack_temp(s) for s, is_null in enumerate(null_slots) if not is_null] + list(live)
     for name in args:
         cg.load_fast(name)
     cg.call(len(args))

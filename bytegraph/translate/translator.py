@@ -170,8 +170,13 @@ NOT_INLINED_MODULES = frozenset({
     "contextlib", "atexit", "signal", "shutil", "tempfile", "pathlib", "json", "csv", "datetime",
 })
 
+# torch's own compiler plumbing and profiler hooks (decorators around optimizer methods).
+NOT_INLINED_PREFIXES = ("torch._dynamo", "torch._compile", "torch.autograd.profiler", "torch.profiler",
+                        "typing")
+
+
 def _module_traceable(module: str) -> bool:
-    return module.split(".", 1)[0] not in NOT_INLINED_MODULES
+    return module.split(".", 1)[0] not in NOT_INLINED_MODULES and not module.startswith(NOT_INLINED_PREFIXES)
 
 
 def is_traceable(fn) -> bool:

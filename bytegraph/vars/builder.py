@@ -118,7 +118,7 @@ def _build_tuple_iterator(tx, value, source, do_guard: bool) -> VariableTracker:
 
 
 def _build_object(tx, value, source, do_guard: bool) -> VariableTracker:
-    original = getattr(value, "__bg_original__", None)
+    original = getattr(value, "__bg_original__", None) if isinstance(value, types.FunctionType) else None
     if original is not None:
         _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
         return UserFunctionVariable(original, None)
