@@ -93,9 +93,6 @@ class SideEffects:
         self.by_id[id(value)] = vt
         self._keepalive.append(value)
 
-    def has_effects(self) -> bool:
-        return bool(self.mutated or self.attr_objects or self.globals or self.cells)
-
     # ---- values the replay needs -----------------------------------------------------------
     def values(self) -> list:
         """Every tracker the replay writes (for collecting graph outputs)."""

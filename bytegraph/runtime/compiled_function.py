@@ -49,10 +49,6 @@ class CacheEntry:
         self.capture_seconds = capture_seconds
         self.reason = reason
 
-    @property
-    def guard_source(self) -> str:
-        return self.guards.source
-
 
 class CompiledFunction:
     def __init__(self, fn: types.FunctionType, backend, fullgraph: bool):

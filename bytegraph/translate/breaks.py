@@ -30,8 +30,6 @@ _EFFECTS = {
     "IS_OP": (2, 1), "UNARY_NEGATIVE": (1, 1), "UNARY_POSITIVE": (1, 1), "UNARY_INVERT": (1, 1),
     "UNARY_NOT": (1, 1), "GET_ITER": (1, 1), "LOAD_ATTR": (1, 1), "STORE_ATTR": (2, 0),
     "STORE_SUBSCR": (3, 0), "DELETE_SUBSCR": (2, 0), "STORE_GLOBAL": (1, 0), "DELETE_ATTR": (1, 0),
-    "LIST_APPEND": None, "BUILD_STRING": None, "FORMAT_VALUE": None, "CALL": None,
-    "CALL_FUNCTION_EX": None, "UNPACK_SEQUENCE": None, "RETURN_VALUE": None,
 }
 _CONDITIONAL_JUMPS = {
     "POP_JUMP_FORWARD_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE",
@@ -42,6 +40,8 @@ _CONDITIONAL_JUMPS = {
 
 
 def _effect(inst) -> tuple[int, int] | None:
+    """(values popped, values pushed) of an instruction that can run eagerly at a break;
+    None for the others (a break there cannot be resumed)."""
     name = inst.opname
     if name in _CONDITIONAL_JUMPS:
         return (1, 0)
@@ -62,7 +62,7 @@ def resumable_reason(tx) -> str | None:
     """Why a break at the root frame's current instruction cannot be resumed (None: it can)."""
     if tx.code.co_cellvars:
         return "the frame has variables captured by inner functions"
-    if _effect(tx.inst) is None or tx.inst.opname == "RETURN_VALUE":
+    if _effect(tx.inst) is None:
         return f"a break at {tx.inst.opname} cannot be resumed"
     return None
 

@@ -128,17 +128,21 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
                 cg.pop_top()
 
         emit_break(cg, tx, fn, compile_fn, emit_graph_call, restore_world)
-        new_code = make_code(cg.instructions, like=code, name=code.co_name)
-        new_fn = types.FunctionType(new_code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
-        return new_fn, cg.graph_module, names[0], brk
+        return _transformed_function(cg, fn), cg.graph_module, names[0], brk
     graph_name = _emit_graph_call(cg, output, result, fn, backend)
     cg.reconstruct(result)
     output.side_effects.replay(cg)  # Note [Side-effect replay]: after the return value is loaded
     cg.return_value()
+    return _transformed_function(cg, fn), cg.graph_module, graph_name, None
+
+
+def _transformed_function(cg: PyCodegen, fn: types.FunctionType) -> types.FunctionType:
+    """The residual code in `cg` as a function with `fn`'s signature, globals and closure."""
+    code = fn.__code__
     new_code = make_code(cg.instructions, like=code, name=code.co_name)
     new_fn = types.FunctionType(new_code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
     new_fn.__kwdefaults__ = fn.__kwdefaults__
-    return new_fn, cg.graph_module, graph_name, None
+    return new_fn
 
 
 def _emit_graph_call(cg: PyCodegen, output: OutputGraph, result, fn, backend) -> str | None:

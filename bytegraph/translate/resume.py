@@ -59,7 +59,6 @@ def resume_name(code: types.CodeType, index: int) -> str:
     return f"__bg_resume_{code.co_name}_at_line_{lineno}"
 
 
-
 # A resume function's code -> (the user's code it resumes, how many instructions its
 # prologue adds). A break inside a resume function resumes the *user's* code again, so
 # a loop with a break reuses one resume function instead of nesting new ones.

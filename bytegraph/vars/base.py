@@ -67,3 +67,23 @@ class VariableTracker:
     def __repr__(self) -> str:
         src = f" from {self.source.describe()}" if self.source is not None else ""
         return f"{type(self).__name__}{src}"
+
+
+class CallableValueVariable(VariableTracker):
+    """A tracker standing for one fixed callable object `fn` (a builtin, a torch op, a torch
+    callable with special semantics, an opaque C function): the object is its value."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self):
+        return self.fn

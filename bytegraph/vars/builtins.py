@@ -16,7 +16,7 @@ import operator
 
 from ..guards.sources import ObjectSource
 from ..hints import graph_break
-from .base import VariableTracker
+from .base import CallableValueVariable, VariableTracker
 from .lazy_int import UNPINNED_OPS, unpinned_operator
 from .constant import ConstantVariable
 from .containers import (BaseListVariable, DictVariable, ListVariable, SetVariable, SizeVariable,
@@ -36,23 +36,10 @@ def handles(*fns):
     return register
 
 
-class BuiltinVariable(VariableTracker):
+class BuiltinVariable(CallableValueVariable):
     """A builtin function or type, or an `operator`/`math` function."""
 
-    __slots__ = ("fn",)
-
-    def __init__(self, fn, source=None):
-        super().__init__(source)
-        self.fn = fn
-
-    def python_type(self) -> type:
-        return type(self.fn)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self):
-        return self.fn
+    __slots__ = ()
 
     def call_function(self, tx, args, kwargs):
         handler = HANDLERS.get(self.fn)
@@ -301,13 +288,9 @@ def _isinstance(tx, fn, args, kwargs):
     obj, classes = args
     cls = classes.as_python_constant()
     try:
-        return ConstantVariable(_python_issubclass(obj.python_type(), cls))
+        return ConstantVariable(issubclass(obj.python_type(), cls))
     except TypeError as e:
         tx.raise_user_error(e)
-
-
-def _python_issubclass(t, cls) -> bool:
-    return issubclass(t, cls)
 
 
 @handles(builtins.issubclass)

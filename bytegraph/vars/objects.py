@@ -15,7 +15,7 @@ import inspect
 import types
 
 from ..guards.sources import AttrSource
-from .base import VariableTracker
+from .base import CallableValueVariable, VariableTracker
 from .functions import BoundMethodVariable
 from .lazy_int import wrap_int
 
@@ -327,24 +327,11 @@ def _class_attr(cls: type, name: str):
     return None
 
 
-class OpaqueCallableVariable(VariableTracker):
+class OpaqueCallableVariable(CallableValueVariable):
     """A C function bytegraph knows nothing about (`time.time`, `os.getpid`, a NumPy
     function): it can be passed around, and calling it is a graph break."""
 
-    __slots__ = ("fn",)
-
-    def __init__(self, fn, source):
-        super().__init__(source)
-        self.fn = fn
-
-    def python_type(self) -> type:
-        return type(self.fn)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self):
-        return self.fn
+    __slots__ = ()
 
     def call_function(self, tx, args, kwargs):
         tx.unsupported(f"calling C function {getattr(self.fn, '__qualname__', self.fn)!s}, which bytegraph "

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 import torch.overrides
 
-from .base import VariableTracker
+from .base import CallableValueVariable, VariableTracker
 from .constant import ConstantVariable
 
 _FACTORIES = (
@@ -49,23 +49,10 @@ def is_graph_op(value) -> bool:
         return False
 
 
-class TorchFunctionVariable(VariableTracker):
+class TorchFunctionVariable(CallableValueVariable):
     """A torch op: calling it adds a `call_function` node."""
 
-    __slots__ = ("fn",)
-
-    def __init__(self, fn, source=None):
-        super().__init__(source)
-        self.fn = fn
-
-    def python_type(self) -> type:
-        return type(self.fn)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self):
-        return self.fn
+    __slots__ = ()
 
     def call_function(self, tx, args, kwargs):
         return tx.output.call_op("call_function", self.fn, args, kwargs)
@@ -74,23 +61,10 @@ class TorchFunctionVariable(VariableTracker):
         return f"torch function {getattr(self.fn, '__qualname__', self.fn)}"
 
 
-class TorchSpecialVariable(VariableTracker):
+class TorchSpecialVariable(CallableValueVariable):
     """A torch callable with trace-time semantics of its own (see SPECIAL)."""
 
-    __slots__ = ("fn",)
-
-    def __init__(self, fn, source=None):
-        super().__init__(source)
-        self.fn = fn
-
-    def python_type(self) -> type:
-        return type(self.fn)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self):
-        return self.fn
+    __slots__ = ()
 
     def call_function(self, tx, args, kwargs):
         return SPECIAL[self.fn](tx, args, kwargs)
