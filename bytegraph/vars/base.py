@@ -87,3 +87,28 @@ class CallableValueVariable(VariableTracker):
 
     def as_python_constant(self):
         return self.fn
+
+
+class MethodOfVariable(VariableTracker):
+    """`obj.method` looked up but not yet called: a call goes to `obj.call_method`, and at a
+    graph break it is rebuilt as `<obj>.method`."""
+
+    __slots__ = ("obj", "name")
+
+    def __init__(self, obj: VariableTracker, name: str):
+        super().__init__(None)
+        self.obj = obj
+        self.name = name
+
+    def python_type(self) -> type:
+        return type([].append)
+
+    def describe(self) -> str:
+        return f"{self.obj.describe()}.{self.name}"
+
+    def call_function(self, tx, args, kwargs):
+        return self.obj.call_method(tx, self.name, args, kwargs)
+
+    def reconstruct(self, cg) -> None:
+        cg.reconstruct(self.obj)
+        cg.load_attr(self.name)

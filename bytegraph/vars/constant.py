@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from ..errors import UserCodeRaisesError
-from .base import VariableTracker
+from .base import MethodOfVariable, VariableTracker
 
 CONSTANT_TYPES = (type(None), bool, int, float, complex, str, bytes, range, slice,
                   type(Ellipsis), type(NotImplemented), torch.dtype, torch.device,
@@ -67,15 +67,10 @@ class ConstantVariable(VariableTracker):
         return f"ConstantVariable({self.value!r})"
 
 
-class ConstantMethodVariable(VariableTracker):
+class ConstantMethodVariable(MethodOfVariable):
     """A method of a constant (`"a,b".split`), folded when called on constants."""
 
-    __slots__ = ("obj", "name")
-
-    def __init__(self, obj: ConstantVariable, name: str):
-        super().__init__(None)
-        self.obj = obj
-        self.name = name
+    __slots__ = ()
 
     def python_type(self) -> type:
         return type(getattr(self.obj.value, self.name))
@@ -85,7 +80,3 @@ class ConstantMethodVariable(VariableTracker):
 
         return fold_call(tx, getattr(self.obj.value, self.name), args, kwargs,
                          f"{self.obj.describe()}.{self.name}")
-
-    def reconstruct(self, cg) -> None:
-        cg.reconstruct(self.obj)
-        cg.load_attr(self.name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .base import VariableTracker
+from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
 
 _LIST_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort",
@@ -414,27 +414,3 @@ class SetVariable(VariableTracker):
             cg.load_const(k)
         cg.build("BUILD_SET", len(self.items))
 
-
-class MethodOfVariable(VariableTracker):
-    """`container.method` looked up but not yet called."""
-
-    __slots__ = ("obj", "name")
-
-    def __init__(self, obj, name):
-        super().__init__(None)
-        self.obj = obj
-        self.name = name
-
-    def python_type(self) -> type:
-        return type([].append)
-
-    def describe(self) -> str:
-        return f"{self.obj.describe()}.{self.name}"
-
-    def call_function(self, tx, args, kwargs):
-        return self.obj.call_method(tx, self.name, args, kwargs)
-
-
-    def reconstruct(self, cg) -> None:
-        cg.reconstruct(self.obj)
-        cg.load_attr(self.name)

@@ -11,7 +11,7 @@ import operator
 
 import torch
 
-from .base import VariableTracker
+from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import SizeVariable, TupleVariable
 
@@ -119,28 +119,19 @@ class TensorVariable(VariableTracker):
                        hint="use torch.where / torch.cond, or compute the condition outside")
 
 
-class TensorMethodVariable(VariableTracker):
+_BOUND_TENSOR_METHOD = type(torch.empty(0).add)
+
+
+class TensorMethodVariable(MethodOfVariable):
     """`tensor.method`, looked up but not yet called."""
 
-    __slots__ = ("tensor", "name")
-
-    def __init__(self, tensor: TensorVariable, name: str):
-        super().__init__(None)
-        self.tensor = tensor
-        self.name = name
+    __slots__ = ()
 
     def python_type(self) -> type:
-        return type(torch.Tensor.add.__get__(torch.empty(0)))
+        return _BOUND_TENSOR_METHOD
 
     def describe(self) -> str:
         return f"Tensor.{self.name}"
-
-    def call_function(self, tx, args, kwargs):
-        return self.tensor.call_method(tx, self.name, args, kwargs)
-
-    def reconstruct(self, cg) -> None:
-        cg.reconstruct(self.tensor)
-        cg.load_attr(self.name)
 
 
 def _wrap_metadata(value) -> VariableTracker:
