@@ -8,8 +8,10 @@ and regenerates the wrapper's body with one more entry. Nothing else runs per ca
 """
 from __future__ import annotations
 
+import dis
 import functools
 import inspect
+import logging
 import traceback
 import types
 import warnings
@@ -19,6 +21,7 @@ from .. import config
 from ..errors import GraphBreak, InternalTracerError, Unsupported, UserCodeRaisesError
 from ..guards.compile import CompiledGuards
 from ..translate.capture import argument_names, capture
+from ..translate.translator import BREAK_MARKERS
 from .logs import logger
 
 _live: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
@@ -184,9 +187,8 @@ class CompiledFunction:
                                   f"{self.code.co_filename}:{self.code.co_firstlineno}",
                                   "this is a bytegraph bug; please report it") from e
             return self._fallback(values, f"internal error: {e}", e)
-        guards = CompiledGuards(result.guards, self.argnames, self.fn.__globals__, self.fn.__closure__)
-        entry = CacheEntry(guards, result.fn, "compiled", result.graph_module, result.graph_name,
-                           result.seconds)
+        entry = CacheEntry(self._compile_guards(result.guards), result.fn, "compiled", result.graph_module,
+                           result.graph_name, result.seconds)
         if result.graph_break is not None:
             brk = result.graph_break
             entry.reason = f"graph break at {brk.location}: {brk.reason}"
@@ -194,22 +196,25 @@ class CompiledFunction:
                                          brk.location, brk.category, brk.reason,
                                          f" (hint: {brk.hint})" if brk.hint else "")
         self._log_capture(entry)
-        for listener in LISTENERS:
-            listener(self, entry, result.graph_break)
-        self.entries.append(entry)
-        self._refresh()
+        self._add_entry(entry, result.graph_break)
         return entry.fn
 
     def _fallback(self, values, reason: str, failure):
         """Run the frame eagerly, cached under the guards the failed trace had collected."""
         logger("graph_breaks").debug("running %s eagerly: %s", self.code.co_qualname, reason)
-        guards = CompiledGuards(failure.guards, self.argnames, self.fn.__globals__, self.fn.__closure__)
-        entry = CacheEntry(guards, self.fn, "eager", reason=reason)
+        entry = CacheEntry(self._compile_guards(failure.guards), self.fn, "eager", reason=reason)
+        self._add_entry(entry, failure if isinstance(failure, GraphBreak) else None)
+        return self.fn
+
+    def _compile_guards(self, guards: list) -> CompiledGuards:
+        return CompiledGuards(guards, self.argnames, self.fn.__globals__, self.fn.__closure__)
+
+    def _add_entry(self, entry: CacheEntry, graph_break) -> None:
+        """Install `entry` in the wrapper and tell the listeners (explain)."""
         self.entries.append(entry)
         self._refresh()
         for listener in LISTENERS:
-            listener(self, entry, failure if isinstance(failure, GraphBreak) else None)
-        return self.fn
+            listener(self, entry, graph_break)
 
     def _miss_reason(self, values) -> str:
         failure = self.entries[-1].guards.first_failure(values)
@@ -223,6 +228,10 @@ class CompiledFunction:
             logger("graph").debug("graph %s for %s:\n%s", entry.graph_name, self.code.co_qualname,
                                   entry.graph_module.code)
         logger("guards").debug("guards for %s:\n%s", self.code.co_qualname, entry.guards.source)
+        code_log = logger("bytecode")
+        if code_log.isEnabledFor(logging.DEBUG):
+            code_log.debug("original bytecode of %s:\n%s\ntransformed bytecode:\n%s", self.code.co_qualname,
+                           dis.Bytecode(self.code).dis(), dis.Bytecode(entry.fn.__code__).dis())
         logger("perf").debug("captured %s in %.2f ms", self.code.co_qualname, entry.capture_seconds * 1e3)
 
 
@@ -231,8 +240,6 @@ class RecompileLimitWarning(UserWarning):
 
 
 def reset_all() -> None:
-    from ..translate.translator import BREAK_MARKERS
-
     for state in list(_live):
         state.reset()
     _callees.clear()

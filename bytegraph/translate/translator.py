@@ -100,26 +100,25 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
     def wrap(self, value, source=None, guard: bool = True):
         return builder.wrap(self, value, source, guard)
 
-    def location(self) -> str:
-        lineno = self.inst.lineno if self.inst is not None else self.code.co_firstlineno
-        return f"{self.code.co_filename}:{lineno}"
+    def _lineno(self) -> int:
+        return self.inst.lineno if self.inst is not None else self.code.co_firstlineno
 
-    def user_stack(self) -> list[str]:
-        frames = []
+    def _outward(self):
+        """This translator, then its inlining parents up to the root frame."""
         tx = self
         while tx is not None:
-            frames.append(f"{tx.location()} in {tx.code.co_name}")
+            yield tx
             tx = tx.parent
-        return frames
+
+    def location(self) -> str:
+        return f"{self.code.co_filename}:{self._lineno()}"
+
+    def user_stack(self) -> list[str]:
+        return [f"{tx.location()} in {tx.code.co_name}" for tx in self._outward()]
 
     def frames(self) -> tuple:
         """(code, lineno) of this frame and its inlining parents, outermost first (cheap)."""
-        frames = []
-        tx = self
-        while tx is not None:
-            frames.append((tx.code, tx.inst.lineno if tx.inst is not None else tx.code.co_firstlineno))
-            tx = tx.parent
-        return tuple(reversed(frames))
+        return tuple(reversed([(tx.code, tx._lineno()) for tx in self._outward()]))
 
     def unsupported(self, reason: str, category: str = "unsupported", hint: str = ""):
         self._raise_break(GraphBreak(reason, self.location(), category, hint, self.user_stack()))
@@ -130,12 +129,8 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         self._raise_break(GraphBreak(reason, location, category, hint, user_stack))
 
     def _raise_break(self, brk: GraphBreak):
-        chain = []
-        tx = self
-        while tx is not None:
-            chain.append((tx.code, tx.inst.offset if tx.inst is not None else -1))
-            tx = tx.parent
-        brk.chain = tuple(reversed(chain))
+        brk.chain = tuple(reversed([(tx.code, tx.inst.offset if tx.inst is not None else -1)
+                                    for tx in self._outward()]))
         raise brk
 
     def raise_user_error(self, exc: BaseException):
