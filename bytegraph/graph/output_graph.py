@@ -9,6 +9,7 @@ output, op without a fake kernel) and errors of the user's own program.
 from __future__ import annotations
 
 import contextlib
+import logging
 
 import torch
 import torch.fx
@@ -23,6 +24,7 @@ from ..vars.constant import ConstantVariable
 from ..vars.containers import BaseListVariable, DictVariable, SizeVariable
 from ..vars.tensor import TensorVariable
 
+_FAKE_TENSOR_LOG = logging.getLogger("torch._subclasses.fake_tensor")
 _DATA_DEPENDENT_ERRORS = (DataDependentOutputException, DynamicOutputShapeException)
 
 
@@ -73,13 +75,20 @@ class OutputGraph:
     @contextlib.contextmanager
     def tracing(self):
         """Scope of the symbolic run: the fake mode is active (entered once, not per op)
-        and the real grad mode follows the traced one; both are restored on exit."""
+        and the real grad mode follows the traced one; both are restored on exit.
+
+        torch's fake-tensor module logs a traceback at ERROR level when an op's meta kernel
+        rejects its inputs; here that is the user's own error (e.g. mismatched shapes), which
+        the eager run then raises with the user's traceback, so that log is silenced."""
         prior = torch.is_grad_enabled()
+        prior_level = _FAKE_TENSOR_LOG.level
+        _FAKE_TENSOR_LOG.setLevel(logging.CRITICAL)
         try:
             with self.fake_mode:
                 yield
         finally:
             torch._C._set_grad_enabled(prior)
+            _FAKE_TENSOR_LOG.setLevel(prior_level)
 
     def set_grad_enabled(self, mode: bool) -> None:
         if mode != self.grad_enabled:

@@ -6,10 +6,10 @@ import sys
 import types
 
 from ..guards.sources import ObjectSource, global_source
+from ..vars.builder import wrap_constant
 from ..vars.constant import ConstantVariable
 from ..vars.lazy_int import wrap_int
 from ..vars.objects import DELETED
-
 from .ops_stack import NULL
 
 
@@ -35,8 +35,6 @@ class LoadStoreOps:
         self.stack.append(self.wrap_const(inst.argval))
 
     def wrap_const(self, value):
-        from ..vars.builder import wrap_constant
-
         if isinstance(value, types.CodeType):
             return ConstantVariable(value)
         return wrap_constant(value)
