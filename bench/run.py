@@ -7,7 +7,9 @@ For every workload in `bench.workloads` and each system:
 - per-call overhead: steady-state time per call of the compiled function minus that of eager.
   Eager and both compiled functions run in interleaved rounds of many calls (order rotated each
   round, gc off inside a round), so drift on this noisy machine hits all of them alike; each
-  variant's time per call is the median over its rounds.
+  variant's time per call is the median over its rounds, and its overhead is the median over
+  rounds of (its time in the round - eager's time in the same round): paired differences, so
+  a slow stretch of the machine cancels out instead of landing on one side.
 
 The first output of every capture is compared with eager's; a mismatch counts as a failure.
 A system that fails on a workload gets the error in its row and the run goes on. Results go to
@@ -175,6 +177,13 @@ def measure_per_call(
     return rounds_us["eager"]
 
 
+def _paired_overhead(rounds_us: list[float] | None, eager_rounds: list[float]) -> float | None:
+    """Median over rounds of (variant's µs per call - eager's µs per call in the same round)."""
+    if not rounds_us:
+        return None
+    return statistics.median(ours - eager for ours, eager in zip(rounds_us, eager_rounds))
+
+
 def _ratio(ours: float | None, theirs: float | None) -> float | None:
     if ours is None or theirs is None or ours <= 0 or theirs <= 0:
         return None
@@ -202,7 +211,7 @@ def run_workload(work: Workload, captures: int, rounds: int, max_calls: int) -> 
             "capture_ms_samples": m.capture_ms_samples,
             "per_call_us": m.per_call_us,
             "per_call_us_rounds": m.per_call_us_rounds,
-            "overhead_us": None if m.per_call_us is None else m.per_call_us - eager_us,
+            "overhead_us": _paired_overhead(m.per_call_us_rounds, eager_rounds),
             "error": m.error,
             "traceback": m.traceback,
         }
