@@ -1072,7 +1072,7 @@ def test_deleted_global_read_after_break_raises_like_eager():
         global G_INT
         del G_INT
         print("deleted")
-        return x + G_INT
+        return x + G_INT  # noqa: F821 -- deleted above: NameError like eager
 
     check_state(f, t3())
 

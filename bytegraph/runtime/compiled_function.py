@@ -177,7 +177,9 @@ class CompiledFunction:
             if self.fullgraph:
                 raise e.to_unsupported() from None
             return self._fallback(values, f"{e.location}: {e.reason}", e)
-        except UserCodeRaisesError:
+        except UserCodeRaisesError as e:
+            logger("graph_breaks").debug("tracing %s shows it raises (%s); running it eagerly so the "
+                                         "exception reaches the caller", self.code.co_qualname, e)
             return self.fn
         except InternalTracerError as e:  # a tracer bug: never the user's problem; run eagerly, say why
             logger("graph_breaks").warning("bytegraph internal error while tracing %s; running it eagerly:\n%s",

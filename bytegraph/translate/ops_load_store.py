@@ -126,7 +126,7 @@ class LoadStoreOps:
         self.call_builtin(operator.delitem, [obj, key])
 
     def LOAD_ASSERTION_ERROR(self, inst):
-        from ..vars.objects import ClassVariable
+        from ..vars.classes import ClassVariable
 
         self.stack.append(ClassVariable(AssertionError))
 

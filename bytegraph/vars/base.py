@@ -47,6 +47,12 @@ class VariableTracker:
         """The items of an iterable value, for unpacking and unrolled loops."""
         tx.unsupported(f"iterating over {self.describe()}", category="unsupported iteration")
 
+    def iterate(self, tx):
+        """`iter(value)` at trace time: an iterator tracker."""
+        from .iterators import ListIteratorVariable
+
+        return ListIteratorVariable(self.unpack(tx))
+
     def truth(self, tx) -> bool:
         """`bool(value)` at trace time; data-dependent values break."""
         tx.unsupported(f"truth value of {self.describe()}", category="data-dependent")

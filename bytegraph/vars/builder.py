@@ -25,8 +25,8 @@ from .containers import DictVariable, ListVariable, NamedTupleVariable, SetVaria
 from .functions import BoundMethodVariable, PartialVariable, UserFunctionVariable
 from .iterators import ListIteratorVariable
 from .nn_module import build_module
-from .objects import OpaqueCallableVariable
-from .objects import ClassVariable, PythonModuleVariable, UserObjectVariable
+from .classes import ClassVariable
+from .objects import OpaqueCallableVariable, PythonModuleVariable, UserObjectVariable
 from .tensor import TensorVariable
 from .torch_functions import TorchFunctionVariable, TorchSpecialVariable, is_graph_op, is_special
 

@@ -21,6 +21,7 @@ from .lazy_int import UNPINNED_OPS, unpinned_operator
 from .constant import ConstantVariable
 from .containers import (BaseListVariable, DictVariable, ListVariable, SetVariable, SizeVariable,
                          TupleVariable)
+from .dunders import handles_operator, is_user_instance, user_contains, user_operator
 from .iterators import (EnumerateIteratorVariable, IteratorVariable, ListIteratorVariable,
                         MapIteratorVariable, ZipIteratorVariable, iterator_of)
 from .tensor import TensorVariable
@@ -49,7 +50,7 @@ class BuiltinVariable(CallableValueVariable):
 
     def var_getattr(self, tx, name):
         if isinstance(self.fn, type):
-            from .objects import ClassVariable
+            from .classes import ClassVariable
 
             return ClassVariable(self.fn, self.source).var_getattr(tx, name)
         return super().var_getattr(tx, name)
@@ -88,6 +89,8 @@ INPLACE_TO_BINARY = dict(zip(_INPLACE, _BINARY))
 
 @handles(*_BINARY, *_COMPARE, *_UNARY)
 def _operator(tx, fn, args, kwargs):
+    if handles_operator(fn, args):
+        return user_operator(tx, fn, args)
     if fn in UNPINNED_OPS:  # `self.calls + 1` stays unpinned (vars/lazy_int.py)
         lazy = unpinned_operator(tx, fn, args)
         if lazy is not None:
@@ -102,6 +105,8 @@ def _operator(tx, fn, args, kwargs):
 
 @handles(*_INPLACE)
 def _inplace_operator(tx, fn, args, kwargs):
+    if handles_operator(fn, args):
+        return user_operator(tx, fn, args)
     a, b = args
     if isinstance(a, TensorVariable):
         return tx.output.call_op("call_function", fn, args, kwargs)
@@ -177,6 +182,10 @@ def _contains(tx, fn, args, kwargs):
         return container.call_method(tx, "__contains__", [item], {})
     if isinstance(container, TensorVariable):
         tx.unsupported("`in` on a tensor depends on tensor data", category="data-dependent")
+    if is_user_instance(container):
+        result = user_contains(tx, container, item)
+        if result is not None:
+            return result
     if _consts(args):
         return fold(tx, fn, args, kwargs)
     for element in container.unpack(tx):
@@ -340,6 +349,26 @@ def _delattr(tx, fn, args, kwargs):
     return ConstantVariable(None)
 
 
+@handles(object.__setattr__, object.__delattr__)
+def _object_setattr(tx, fn, args, kwargs):
+    """`object.__setattr__(obj, name, value)`, as a `__setattr__` written in Python (or a
+    frozen dataclass's `__init__`) calls it: the write without the class's own hook."""
+    if not is_user_instance(args[0]) or kwargs or not args[1].is_python_constant():
+        tx.unsupported(f"{fn.__qualname__}() on {args[0].describe()}", category="unsupported call")
+    if fn is object.__setattr__:
+        args[0].generic_setattr(tx, args[1].as_python_constant(), args[2])
+    else:
+        args[0].generic_delattr(tx, args[1].as_python_constant())
+    return ConstantVariable(None)
+
+
+@handles(builtins.vars)
+def _vars(tx, fn, args, kwargs):
+    if len(args) != 1 or kwargs:
+        tx.unsupported("vars() without an argument reads the frame's locals", category="unsupported builtin")
+    return args[0].var_getattr(tx, "__dict__")
+
+
 def _is_deleted(vt) -> bool:
     from .objects import DELETED
 
@@ -352,7 +381,8 @@ def _hasattr(tx, fn, args, kwargs):
 
 
 def _has_attr(tx, obj, name: str) -> bool:
-    from .objects import ClassVariable, PythonModuleVariable, UserObjectVariable
+    from .classes import ClassVariable
+    from .objects import PythonModuleVariable, UserObjectVariable
 
     if isinstance(obj, ConstantVariable):
         return hasattr(obj.value, name)

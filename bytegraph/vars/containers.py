@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import torch
 
+from ..guards.sources import AttrSource
 from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
 
 _LIST_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort",
                             "__setitem__", "__delitem__", "__iadd__"})
-_DICT_MUTATORS = frozenset({"__setitem__", "__delitem__", "pop", "popitem", "update", "setdefault", "clear"})
+DICT_MUTATORS = frozenset({"__setitem__", "__delitem__", "pop", "popitem", "update", "setdefault", "clear"})
 _SET_MUTATORS = frozenset({"add", "discard", "remove", "pop", "clear", "update"})
 
 
@@ -96,6 +97,10 @@ class SizeVariable(TupleVariable):
         cg.load_const(self.as_python_constant())
 
 
+# what collections.namedtuple itself puts in the class (handled structurally here)
+_NAMEDTUPLE_MACHINERY = frozenset({"_make", "_replace", "_asdict", "__repr__", "__getnewargs__", "__new__"})
+
+
 class NamedTupleVariable(TupleVariable):
     """A namedtuple or a torch.return_types structseq; fields readable by name."""
 
@@ -123,6 +128,12 @@ class NamedTupleVariable(TupleVariable):
             return self.items[list(fields).index(name)]
         if name == "_fields":
             return ConstantVariable(tuple(fields))
+        from .classes import MISSING, bind_class_attribute, class_lookup
+
+        owner, attr = class_lookup(self.tuple_cls, name)
+        if attr is not MISSING and owner not in (tuple, object) and name not in _NAMEDTUPLE_MACHINERY:
+            src = AttrSource(self.source, name) if self.source is not None else None
+            return bind_class_attribute(tx, self, owner, name, attr, src)  # methods, properties
         return super().var_getattr(tx, name)
 
     def call_method(self, tx, name, args, kwargs):
@@ -275,7 +286,7 @@ class DictVariable(VariableTracker):
 
     def call_method(self, tx, name, args, kwargs):
         items = self.items
-        if name in _DICT_MUTATORS:
+        if name in DICT_MUTATORS:
             _check_mutable(tx, self, name)
         if name == "keys":
             return TupleVariable([ConstantVariable(k) for k in items])

@@ -28,6 +28,9 @@ class IteratorVariable(VariableTracker):
     def truth(self, tx) -> bool:
         return True
 
+    def iterate(self, tx):
+        return self
+
 
 class ListIteratorVariable(IteratorVariable):
     """An iterator over known items. Rebuilt at a graph break as `iter((remaining...))`:
@@ -117,6 +120,4 @@ class EnumerateIteratorVariable(IteratorVariable):
 
 def iterator_of(tx, vt) -> IteratorVariable:
     """`iter(vt)` at trace time."""
-    if isinstance(vt, IteratorVariable):
-        return vt
-    return ListIteratorVariable(vt.unpack(tx))
+    return vt.iterate(tx)

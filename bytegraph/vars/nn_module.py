@@ -46,7 +46,8 @@ from .constant import ConstantVariable
 from .containers import DictVariable, TupleVariable
 from .functions import BoundMethodVariable
 from .lazy_int import wrap_int
-from .objects import DELETED, UserObjectVariable, _class_attr
+from .classes import class_lookup
+from .objects import DELETED, UserObjectVariable
 from .tensor import TensorVariable
 
 
@@ -309,7 +310,7 @@ class NNModuleVariable(UserObjectVariable):
             if hasattr(type(cls_attr), "__get__") and not isinstance(cls_attr, type):
                 return super().var_getattr(tx, name)
             return tx.wrap(cls_attr, AttrSource(self.base, name))
-        if _class_attr(type(module), "__getattr__") is not torch.nn.Module.__getattr__:
+        if class_lookup(type(module), "__getattr__")[1] is not torch.nn.Module.__getattr__:
             return super().var_getattr(tx, name)
         tx.raise_user_error(AttributeError(f"'{type(module).__name__}' object has no attribute '{name}'"))
 
@@ -365,6 +366,10 @@ class NNModuleVariable(UserObjectVariable):
     def store_attr(self, tx, name, value) -> None:
         self._check_writable(tx, name, "setting", value)
         self._write(tx, name, value)
+
+    def delete_attr(self, tx, name) -> None:
+        self._check_writable(tx, name, "deleting")
+        self.delete_instance_attr(tx, name)
 
     # ---- calls -----------------------------------------------------------------------
     def call_function(self, tx, args, kwargs):
@@ -443,6 +448,9 @@ class NNModuleVariable(UserObjectVariable):
         return ListIteratorVariable(items)
 
     # ---- containers ------------------------------------------------------------------
+    def iterate(self, tx):
+        return VariableTracker.iterate(self, tx)  # through `unpack`, which keeps sources
+
     def unpack(self, tx) -> list:
         module = self.value
         if isinstance(module, (torch.nn.Sequential, torch.nn.ModuleList)) and \
@@ -457,11 +465,11 @@ class NNModuleVariable(UserObjectVariable):
     def call_method(self, tx, name, args, kwargs):
         module = self.value
         if name == "__getitem__" and len(args) == 1 and not kwargs and args[0].is_python_constant() \
-                and _class_attr(type(module), "__getitem__") in _INDEXABLE:
+                and class_lookup(type(module), "__getitem__")[1] in _INDEXABLE:
             return self._index(tx, args[0].as_python_constant())
         if name == "__len__" and isinstance(module, _CONTAINERS) and not args:
             return ConstantVariable(len(self._slot_dict(tx, "_modules").items))
-        if name in _TREE_METHODS and _class_attr(type(module), name) is getattr(torch.nn.Module, name):
+        if name in _TREE_METHODS and class_lookup(type(module), name)[1] is getattr(torch.nn.Module, name):
             return self._tree_method(tx, name, args, kwargs)
         return super().call_method(tx, name, args, kwargs)
 

@@ -1,22 +1,32 @@
-"""Python modules, classes and instances of user classes read from the caller's world.
+"""Python modules and instances of user classes read from the caller's world or made
+during tracing.
 
-Attribute lookup on an instance follows Python's order with `inspect.getattr_static`
-(data descriptors, instance dict, class attributes along the MRO); functions found on
-the class become bound methods that are inlined, properties run their getter inlined.
+Attribute reads on an instance follow `object.__getattribute__`: data descriptors of the
+class (properties, `__slots__` members, descriptors written in Python), then the instance
+`__dict__`, then class attributes (`vars/classes.py::bind_class_attribute`), then a
+`__getattr__` written in Python. `__class__` and `__dict__` are answered directly.
 
-Attribute writes (`store_attr`/`delete_attr`) on a pre-existing instance are kept on its
-tracker (`attrs`, name -> tracker or DELETED) and recorded in the side-effect log, which
-replays them with `setattr`/`delattr` after the graph; later reads in the same trace see
-them. Writes to a module's attributes are global writes of that module.
+Attribute writes run a `__setattr__`/`__delattr__` written in Python, else
+`object.__setattr__` semantics (`generic_setattr`: a property's setter, else the
+instance dict). Writes on a pre-existing instance are kept on its tracker (`attrs`,
+name -> tracker or DELETED) and recorded in the side-effect log, which replays them with
+`setattr`/`delattr` after the graph; later reads in the same trace see them. Writes to a
+module's attributes are global writes of that module. Operators, truth and iteration of
+instances go to the class's dunder methods (`vars/dunders.py`).
 """
 from __future__ import annotations
 
-import inspect
+import enum
 import types
+
+import torch
 
 from ..guards.sources import AttrSource
 from .base import CallableValueVariable, VariableTracker
-from .functions import BoundMethodVariable
+from .classes import MISSING, bind_class_attribute, class_dict_source, class_lookup, is_data_descriptor, \
+    wrap_attribute
+from .constant import ConstantVariable
+from .containers import DICT_MUTATORS, DictVariable
 from .lazy_int import wrap_int
 
 class _Deleted:
@@ -88,68 +98,48 @@ class PythonModuleVariable(VariableTracker):
         return f"module {self.module.__name__}"
 
 
-class ClassVariable(VariableTracker):
-    """A class object. Calls to builtin and torch classes go through the builtin tables."""
 
-    __slots__ = ("cls",)
-
-    def __init__(self, cls: type, source=None):
-        super().__init__(source)
-        self.cls = cls
-
-    def python_type(self) -> type:
-        return type(self.cls)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self):
-        return self.cls
-
-    def var_getattr(self, tx, name):
+def construct_instance(tx, cls_vt, args, kwargs):
+    """`cls(*args, **kwargs)` for a class tracker: exceptions, named tuples, enum lookups and
+    plain user classes (made with `object.__new__`, then `__init__` inlined)."""
+    cls = cls_vt.cls
+    if issubclass(cls, BaseException) and all(a.is_python_constant() for a in args):
+        return UserObjectVariable(cls(*[a.as_python_constant() for a in args]))
+    if isinstance(cls, enum.EnumMeta) and not kwargs and len(args) == 1 and args[0].is_python_constant():
         try:
-            static = inspect.getattr_static(self.cls, name)
-        except AttributeError as e:
+            return ConstantVariable(cls(args[0].as_python_constant()))  # a lookup by value
+        except ValueError as e:
             tx.raise_user_error(e)
-        src = AttrSource(self.source, name) if self.source is not None else None
-        if isinstance(static, classmethod):
-            return BoundMethodVariable(tx.wrap(static.__func__, None), self)
-        if isinstance(static, staticmethod):
-            return tx.wrap(static.__func__, src)
-        return tx.wrap(getattr(self.cls, name), src)
+    if issubclass(cls, tuple) and hasattr(cls, "_fields") and cls.__new__ is not tuple.__new__:
+        return _construct_namedtuple(tx, cls, args, kwargs)
+    if _plain_user_class(cls):
+        obj = NewObjectVariable(object.__new__(cls))
+        init = class_lookup(cls, "__init__")[1]
+        if isinstance(init, types.FunctionType):
+            result = tx.wrap(init, None).call_function(tx, [obj, *args], kwargs)
+            if not (result.is_python_constant() and result.as_python_constant() is None):
+                tx.raise_user_error(TypeError("__init__() should return None"))
+        elif args or kwargs:
+            tx.raise_user_error(TypeError(f"{cls.__name__}() takes no arguments"))
+        return obj
+    tx.unsupported(f"creating an instance of {cls.__qualname__}", category="unsupported call",
+                   hint="objects of this class can be created outside the compiled function")
 
-    def call_function(self, tx, args, kwargs):
-        if issubclass(self.cls, BaseException) and all(a.is_python_constant() for a in args):
-            return UserObjectVariable(self.cls(*[a.as_python_constant() for a in args]))
-        if issubclass(self.cls, tuple) and hasattr(self.cls, "_fields") and self.cls.__new__ is not tuple.__new__:
-            from .containers import NamedTupleVariable
 
-            defaults = getattr(self.cls, "_field_defaults", {})
-            values = dict(zip(self.cls._fields, args))
-            for field in self.cls._fields:
-                if field not in values:
-                    if field in kwargs:
-                        values[field] = kwargs[field]
-                    elif field in defaults:
-                        values[field] = tx.wrap(defaults[field], None)
-                    else:
-                        tx.raise_user_error(TypeError(f"{self.cls.__name__}() missing argument '{field}'"))
-            return NamedTupleVariable([values[f] for f in self.cls._fields], self.cls)
-        if _plain_user_class(self.cls):
-            obj = NewObjectVariable(object.__new__(self.cls))
-            init = _class_attr(self.cls, "__init__")
-            if isinstance(init, types.FunctionType):
-                result = tx.wrap(init, None).call_function(tx, [obj, *args], kwargs)
-                if not (result.is_python_constant() and result.as_python_constant() is None):
-                    tx.raise_user_error(TypeError("__init__() should return None"))
-            elif args or kwargs:
-                tx.raise_user_error(TypeError(f"{self.cls.__name__}() takes no arguments"))
-            return obj
-        tx.unsupported(f"creating an instance of {self.cls.__qualname__}", category="unsupported call",
-                       hint="objects of user classes can be created outside the compiled function")
+def _construct_namedtuple(tx, cls, args, kwargs):
+    from .containers import NamedTupleVariable
 
-    def describe(self) -> str:
-        return f"class {self.cls.__qualname__}"
+    defaults = getattr(cls, "_field_defaults", {})
+    values = dict(zip(cls._fields, args))
+    for field in cls._fields:
+        if field not in values:
+            if field in kwargs:
+                values[field] = kwargs[field]
+            elif field in defaults:
+                values[field] = tx.wrap(defaults[field], None)
+            else:
+                tx.raise_user_error(TypeError(f"{cls.__name__}() missing argument '{field}'"))
+    return NamedTupleVariable([values[f] for f in cls._fields], cls)
 
 
 class UserObjectVariable(VariableTracker):
@@ -165,13 +155,92 @@ class UserObjectVariable(VariableTracker):
     def python_type(self) -> type:
         return type(self.value)
 
+    # ---- attribute reads ---------------------------------------------------------------
+    def var_getattr(self, tx, name):
+        cls = type(self.value)
+        if self.attrs is not None and name in self.attrs:
+            pending = self.attrs[name]
+            if pending is not _DELETED:
+                return pending
+            if class_lookup(cls, name)[1] is MISSING:
+                return self._dynamic_getattr(tx, name)
+            tx.unsupported(f"reading class attribute {name!r} after deleting the instance attribute",
+                           category="side effect")
+        src = AttrSource(self.source, name) if self.source is not None else None
+        if name == "__class__":
+            return tx.wrap(cls, src, guard=False)  # the object's type is guarded already
+        owner, cls_attr = class_lookup(cls, name)
+        if name == "__dict__" and isinstance(cls_attr, types.GetSetDescriptorType):
+            return InstanceDictVariable(tx, self)
+        if cls_attr is not MISSING and is_data_descriptor(cls_attr):
+            return self._data_descriptor_get(tx, name, owner, cls_attr, src)
+        inst_dict = _instance_dict(self.value)
+        if inst_dict is not None and name in inst_dict:
+            return wrap_attribute(tx, inst_dict[name], src)
+        if inst_dict is not None and self.source is not None:
+            tx.guard_attr_presence(self.source, name, False)  # an instance attribute would shadow it
+        if cls_attr is MISSING:
+            return self._dynamic_getattr(tx, name)
+        return bind_class_attribute(tx, self, owner, name, cls_attr, src)
+
+    def _data_descriptor_get(self, tx, name, owner, descriptor, src):
+        if isinstance(descriptor, types.MemberDescriptorType) and self.source is not None:
+            try:
+                value = getattr(self.value, name)  # a __slots__ member: reading it runs no user code
+            except AttributeError as e:
+                tx.raise_user_error(e)
+            return tx.wrap(value, src)
+        if isinstance(descriptor, (types.MemberDescriptorType, types.GetSetDescriptorType)):
+            tx.unsupported(f"descriptor {name!r} ({type(descriptor).__name__}) of {self.describe()}",
+                           category="unsupported attribute")
+        return bind_class_attribute(tx, self, owner, name, descriptor, src)
+
+    def _dynamic_getattr(self, tx, name):
+        getattr_fn = class_lookup(type(self.value), "__getattr__")[1]
+        if isinstance(getattr_fn, types.FunctionType):
+            return tx.wrap(getattr_fn, None).call_function(tx, [self, ConstantVariable(name)], {})
+        tx.raise_user_error(AttributeError(f"{type(self.value).__name__!r} object has no attribute {name!r}"))
+
     # ---- attribute writes ------------------------------------------------------------
     def store_attr(self, tx, name, value) -> None:
-        self._check_writable(tx, name, "setting")
-        self._write(tx, name, value)
+        setattr_fn = class_lookup(type(self.value), "__setattr__")[1]
+        if isinstance(setattr_fn, types.FunctionType):  # written in Python: runs like any method
+            tx.wrap(setattr_fn, None).call_function(tx, [self, ConstantVariable(name), value], {})
+            return
+        self.generic_setattr(tx, name, value)
 
     def delete_attr(self, tx, name) -> None:
-        self._check_writable(tx, name, "deleting")
+        delattr_fn = class_lookup(type(self.value), "__delattr__")[1]
+        if isinstance(delattr_fn, types.FunctionType):
+            tx.wrap(delattr_fn, None).call_function(tx, [self, ConstantVariable(name)], {})
+            return
+        self.generic_delattr(tx, name)
+
+    def generic_setattr(self, tx, name, value) -> None:
+        """`object.__setattr__(obj, name, value)`: a property's setter, else the instance dict."""
+        owner, descriptor = class_lookup(type(self.value), name)
+        if isinstance(descriptor, property):
+            if descriptor.fset is None:
+                tx.raise_user_error(AttributeError(
+                    f"property {name!r} of {type(self.value).__name__!r} object has no setter"))
+            tx.wrap(descriptor.fset, class_dict_source(owner, name, "fset")).call_function(tx, [self, value], {})
+            return
+        self._check_writable(tx, name, "setting", descriptor)
+        self._write(tx, name, value)
+
+    def generic_delattr(self, tx, name) -> None:
+        """`object.__delattr__(obj, name)`."""
+        owner, descriptor = class_lookup(type(self.value), name)
+        if isinstance(descriptor, property):
+            if descriptor.fdel is None:
+                tx.raise_user_error(AttributeError(
+                    f"property {name!r} of {type(self.value).__name__!r} object has no deleter"))
+            tx.wrap(descriptor.fdel, class_dict_source(owner, name, "fdel")).call_function(tx, [self], {})
+            return
+        self._check_writable(tx, name, "deleting", descriptor)
+        self.delete_instance_attr(tx, name)
+
+    def delete_instance_attr(self, tx, name) -> None:
         if self.pending_attr_present(name) is False or (
                 self.pending_attr_present(name) is None and name not in self.value.__dict__):
             tx.raise_user_error(AttributeError(name))
@@ -197,68 +266,41 @@ class UserObjectVariable(VariableTracker):
         if self.source is not None:
             tx.output.side_effects.note_attr_write(self)
 
-    def _check_writable(self, tx, name: str, what: str) -> None:
+    def _check_writable(self, tx, name: str, what: str, descriptor) -> None:
         cls = type(self.value)
         if self.source is None and not isinstance(self, NewObjectVariable):
             tx.unsupported(f"{what} attribute {name!r} of an object made during tracing", category="side effect")
-        if cls.__setattr__ is not object.__setattr__ or cls.__delattr__ is not object.__delattr__:
+        if self.source is not None and (cls.__setattr__ is not object.__setattr__
+                                        or cls.__delattr__ is not object.__delattr__):
+            # residual code would replay the write through the class's own __setattr__
             tx.unsupported(f"{what} attribute {name!r} of {self.describe()}, whose class defines "
                            "__setattr__/__delattr__", category="side effect")
-        cls_attr = _class_attr(cls, name)
-        if cls_attr is not None and (hasattr(type(cls_attr), "__set__") or hasattr(type(cls_attr), "__delete__")):
+        if descriptor is not MISSING and is_data_descriptor(descriptor):
             tx.unsupported(f"{what} attribute {name!r} of {self.describe()} through a descriptor "
-                           f"({type(cls_attr).__name__})", category="side effect")
-        if not isinstance(getattr(self.value, "__dict__", None), dict):
+                           f"({type(descriptor).__name__})", category="side effect")
+        if _instance_dict(self.value) is None:
             tx.unsupported(f"{what} attribute {name!r} of {self.describe()}, which has no __dict__",
                            category="side effect")
 
-    def var_getattr(self, tx, name):
-        if self.attrs is not None and name in self.attrs:
-            pending = self.attrs[name]
-            if pending is not _DELETED:
-                return pending
-            if _class_attr(type(self.value), name) is None:
-                return self._dynamic_getattr(tx, name)
-            tx.unsupported(f"reading class attribute {name!r} after deleting the instance attribute",
-                           category="side effect")
-        src = AttrSource(self.source, name) if self.source is not None else None
-        try:
-            static = inspect.getattr_static(self.value, name)
-        except AttributeError:
-            return self._dynamic_getattr(tx, name)
-        cls_attr = _class_attr(type(self.value), name)
-        if static is cls_attr and self.source is not None and hasattr(self.value, "__dict__"):
-            tx.guard_attr_presence(self.source, name, False)  # an instance attribute would shadow it
-        if isinstance(static, property) and static is cls_attr:
-            return tx.wrap(static.fget, None).call_function(tx, [self], {})
-        if isinstance(static, types.FunctionType) and static is cls_attr:
-            class_src = AttrSource(AttrSource(self.source, "__class__"), name) if self.source is not None else None
-            return BoundMethodVariable(tx.wrap(static, class_src), self, src)
-        if isinstance(static, staticmethod):
-            return tx.wrap(static.__func__, None)
-        if isinstance(static, classmethod):
-            return BoundMethodVariable(tx.wrap(static.__func__, None),
-                                       ClassVariable(type(self.value)))
-        if hasattr(type(static), "__get__") and static is cls_attr and not isinstance(static, type):
-            tx.unsupported(f"descriptor {name!r} of {self.describe()}", category="unsupported attribute")
-        value = getattr(self.value, name)
-        if type(value) is int and src is not None:
-            return wrap_int(tx, value, src)  # e.g. a counter: pinned only if tracing uses its value
-        return tx.wrap(value, src)
-
-    def _dynamic_getattr(self, tx, name):
-        getattr_fn = _class_attr(type(self.value), "__getattr__")
-        if isinstance(getattr_fn, types.FunctionType):
-            from .constant import ConstantVariable
-
-            return tx.wrap(getattr_fn, None).call_function(tx, [self, ConstantVariable(name)], {})
-        tx.raise_user_error(AttributeError(f"{type(self.value).__name__!r} object has no attribute {name!r}"))
-
+    # ---- protocols -------------------------------------------------------------------
     def call_function(self, tx, args, kwargs):
-        call = _class_attr(type(self.value), "__call__")
+        call = class_lookup(type(self.value), "__call__")[1]
         if isinstance(call, types.FunctionType):
             return tx.wrap(call, None).call_function(tx, [self, *args], kwargs)
         return super().call_function(tx, args, kwargs)
+
+    def truth(self, tx) -> bool:
+        from .dunders import user_truth
+
+        return user_truth(tx, self)
+
+    def iterate(self, tx):
+        from .dunders import user_iter
+
+        return user_iter(tx, self)
+
+    def unpack(self, tx) -> list:
+        return self.iterate(tx).unpack(tx)
 
     def describe(self) -> str:
         what = self.source.describe() if self.source is not None else "object"
@@ -299,32 +341,71 @@ def _new_object(cls, values, names):
     return obj
 
 
+class InstanceDictVariable(DictVariable):
+    """`obj.__dict__`: the real dict (guarded by its keys) with the trace's pending writes
+    to `obj` applied, recomputed at every use so later attribute writes are seen; writing
+    through it is a graph break. Rebuilt as `<obj>.__dict__`."""
+
+    __slots__ = ("obj", "real")
+
+    def __init__(self, tx, obj: UserObjectVariable):
+        VariableTracker.__init__(self, None)
+        self.obj = obj
+        self.dict_type = dict
+        self.real = None
+        if obj.source is not None:
+            self.real = tx.wrap(_instance_dict(obj.value), AttrSource(obj.source, "__dict__"))
+
+    @property
+    def items(self) -> dict:
+        items = dict(self.real.items) if self.real is not None else {}
+        for name, value in (self.obj.attrs or {}).items():
+            if isinstance(name, tuple):
+                continue  # (DELETE_FIRST, name): only an ordering note for the replay
+            items.pop(name, None)
+            if value is not _DELETED:
+                items[name] = value
+        return items
+
+    def call_method(self, tx, name, args, kwargs):
+        if name in DICT_MUTATORS:
+            tx.unsupported(f"{name}() on the __dict__ of {self.obj.describe()}", category="side effect")
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, cg) -> None:
+        cg.reconstruct(self.obj)
+        cg.load_attr("__dict__")
+
+    def describe(self) -> str:
+        return f"the __dict__ of {self.obj.describe()}"
+
+
+def _instance_dict(obj):
+    """`obj.__dict__` if it is a real dict, else None (no user code runs)."""
+    try:
+        d = object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        return None
+    return d if type(d) is dict else None
+
+
 def _plain_user_class(cls: type) -> bool:
     """A Python class whose instances are made by `object.__new__` and hold their state in
-    a plain instance `__dict__` (no slots, no custom __setattr__, no metaclass)."""
+    a plain instance `__dict__` (no slots, no metaclass; `__setattr__`/`__delattr__`, if
+    any, written in Python)."""
     if type(cls) is not type or cls.__new__ is not object.__new__ or cls.__module__ == "builtins":
         return False
-    if cls.__setattr__ is not object.__setattr__ or cls.__delattr__ is not object.__delattr__:
-        return False
+    for hook in ("__setattr__", "__delattr__"):
+        fn = class_lookup(cls, hook)[1]
+        if fn is not getattr(object, hook) and not isinstance(fn, types.FunctionType):
+            return False
     for klass in cls.__mro__[:-1]:
         if "__slots__" in klass.__dict__ or klass.__module__ == "builtins":
             return False
-    try:
-        import torch
-
-        if issubclass(cls, torch.nn.Module) or issubclass(cls, torch.Tensor):
-            return False
-    except ImportError:  # pragma: no cover
-        pass
-    init = _class_attr(cls, "__init__")
+    if issubclass(cls, (torch.nn.Module, torch.Tensor)):
+        return False
+    init = class_lookup(cls, "__init__")[1]
     return isinstance(init, types.FunctionType) or init is object.__init__
-
-
-def _class_attr(cls: type, name: str):
-    for klass in cls.__mro__:
-        if name in klass.__dict__:
-            return klass.__dict__[name]
-    return None
 
 
 class OpaqueCallableVariable(CallableValueVariable):

@@ -1,0 +1,132 @@
+"""Classes: `ClassVariable` (a class object) and Python's class-level attribute rules.
+
+`class_lookup` walks the MRO like `type.__getattribute__` does (without running
+metaclass code); `bind_class_attribute` turns what it found into what the attribute
+access returns: a bound method for a function, the function of a `staticmethod`, a
+method bound to the class for a `classmethod`, the getter's result for a `property`,
+the result of a `__get__` written in Python for other descriptors, else the value.
+
+Values found in a class `__dict__` get the source `<owner>.__dict__[name]` (the owner
+class is fixed by the guards on the instance's type), so a method or property replaced
+between calls fails its guard and recompiles.
+"""
+from __future__ import annotations
+
+import enum
+import types
+
+from ..guards.sources import AttrSource, ItemSource, ObjectSource
+from .base import VariableTracker
+from .constant import ConstantVariable
+from .functions import BoundMethodVariable
+from .lazy_int import wrap_int
+
+MISSING = object()
+
+
+def class_lookup(cls: type, name: str):
+    """(owner class, attribute) for `name` along `cls.__mro__`, or (None, MISSING)."""
+    for klass in cls.__mro__:
+        attr = klass.__dict__.get(name, MISSING)
+        if attr is not MISSING:
+            return klass, attr
+    return None, MISSING
+
+
+def is_data_descriptor(attr) -> bool:
+    kind = type(attr)
+    return hasattr(kind, "__set__") or hasattr(kind, "__delete__")
+
+
+def class_dict_source(owner: type, name: str, *attrs: str):
+    """`owner.__dict__[name]` (then `.attr...`): where a class-level value lives."""
+    src = ItemSource(AttrSource(ObjectSource(owner), "__dict__"), name)
+    for attr in attrs:
+        src = AttrSource(src, attr)
+    return src
+
+
+def bind_class_attribute(tx, obj: VariableTracker, owner: type, name: str, attr, src):
+    """`obj.name` where `name` is found on `owner`, a class in the MRO of `type(obj)`, and
+    no instance attribute shadows it; `src` is the source of `obj.name` (or None)."""
+    if isinstance(attr, types.FunctionType):
+        return BoundMethodVariable(tx.wrap(attr, class_dict_source(owner, name)), obj, src)
+    if isinstance(attr, staticmethod):
+        return tx.wrap(attr.__func__, class_dict_source(owner, name, "__func__"))
+    if isinstance(attr, classmethod):
+        return BoundMethodVariable(tx.wrap(attr.__func__, class_dict_source(owner, name, "__func__")),
+                                   ClassVariable(obj.python_type()))
+    if isinstance(attr, property):
+        if attr.fget is None:
+            tx.raise_user_error(AttributeError(
+                f"property {name!r} of {obj.python_type().__name__!r} object has no getter"))
+        return tx.wrap(attr.fget, class_dict_source(owner, name, "fget")).call_function(tx, [obj], {})
+    getter = getattr(type(attr), "__get__", None)
+    if isinstance(getter, types.FunctionType):  # a descriptor class written in Python
+        descriptor = tx.wrap(attr, class_dict_source(owner, name))
+        return tx.wrap(getter, None).call_function(
+            tx, [descriptor, obj, ClassVariable(obj.python_type())], {})
+    if getter is not None and not isinstance(attr, type):
+        tx.unsupported(f"descriptor {name!r} ({type(attr).__name__}) of {obj.describe()}",
+                       category="unsupported attribute")
+    if src is None:
+        return tx.wrap(attr, class_dict_source(owner, name))
+    return wrap_attribute(tx, attr, src)
+
+
+def wrap_attribute(tx, value, src):
+    """An attribute value read through `src`; ints stay unpinned until tracing uses them."""
+    if type(value) is int:
+        return wrap_int(tx, value, src)
+    return tx.wrap(value, src)
+
+
+class ClassVariable(VariableTracker):
+    """A class object. Calls to builtin and torch classes go through the builtin tables."""
+
+    __slots__ = ("cls",)
+
+    def __init__(self, cls: type, source=None):
+        super().__init__(source)
+        self.cls = cls
+
+    def python_type(self) -> type:
+        return type(self.cls)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self):
+        return self.cls
+
+    def var_getattr(self, tx, name):
+        if name in ("__name__", "__qualname__", "__module__"):
+            return ConstantVariable(getattr(self.cls, name))
+        owner, attr = class_lookup(self.cls, name)
+        src = AttrSource(self.source, name) if self.source is not None else None
+        if attr is MISSING:
+            try:
+                value = getattr(self.cls, name)  # from the metaclass (`__mro__`, `__members__`)
+            except AttributeError as e:
+                tx.raise_user_error(e)
+            return tx.wrap(value, src)
+        if isinstance(attr, classmethod):
+            return BoundMethodVariable(tx.wrap(attr.__func__, class_dict_source(owner, name, "__func__")), self)
+        if isinstance(attr, staticmethod):
+            return tx.wrap(attr.__func__, class_dict_source(owner, name, "__func__"))
+        if isinstance(attr, types.FunctionType):
+            return tx.wrap(attr, class_dict_source(owner, name))
+        return tx.wrap(getattr(self.cls, name), src if src is not None else class_dict_source(owner, name))
+
+    def unpack(self, tx) -> list:
+        if isinstance(self.cls, enum.EnumMeta):
+            return [ConstantVariable(member) for member in self.cls]
+        return super().unpack(tx)
+
+    def call_function(self, tx, args, kwargs):
+        from .objects import construct_instance
+
+        return construct_instance(tx, self, args, kwargs)
+
+    def describe(self) -> str:
+        return f"class {self.cls.__qualname__}"

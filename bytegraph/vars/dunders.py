@@ -1,0 +1,167 @@
+"""Python's protocols for instances of user classes: operators, truth, iteration and `in`
+go to the dunder methods the class defines in Python, inlined like any method.
+
+The order is CPython's: a binary operator tries `a.__op__(b)`, then `b.__rop__(a)` (the
+reflected method first when `type(b)` is a proper subclass of `type(a)` that overrides it),
+skipping a side whose method returns `NotImplemented`; `==`/`!=` fall back to identity;
+`bool()` tries `__bool__`, then `__len__`, else True; `in` tries `__contains__`, then
+iteration. A dunder inherited from a builtin base class (implemented in C) is a graph
+break: its behaviour is not known to the tracer.
+"""
+from __future__ import annotations
+
+import builtins
+import operator
+import types
+
+from .classes import MISSING, class_lookup
+from .constant import ConstantVariable
+
+_BINARY_NAMES = {
+    operator.add: ("__add__", "__radd__", "+"), operator.sub: ("__sub__", "__rsub__", "-"),
+    operator.mul: ("__mul__", "__rmul__", "*"), operator.truediv: ("__truediv__", "__rtruediv__", "/"),
+    operator.floordiv: ("__floordiv__", "__rfloordiv__", "//"), operator.mod: ("__mod__", "__rmod__", "%"),
+    operator.pow: ("__pow__", "__rpow__", "** or pow()"), operator.matmul: ("__matmul__", "__rmatmul__", "@"),
+    operator.and_: ("__and__", "__rand__", "&"), operator.or_: ("__or__", "__ror__", "|"),
+    operator.xor: ("__xor__", "__rxor__", "^"), operator.lshift: ("__lshift__", "__rlshift__", "<<"),
+    operator.rshift: ("__rshift__", "__rrshift__", ">>"),
+}
+_COMPARE_NAMES = {
+    operator.lt: ("__lt__", "__gt__", "<"), operator.le: ("__le__", "__ge__", "<="),
+    operator.gt: ("__gt__", "__lt__", ">"), operator.ge: ("__ge__", "__le__", ">="),
+    operator.eq: ("__eq__", "__eq__", "=="), operator.ne: ("__ne__", "__ne__", "!="),
+}
+_UNARY_NAMES = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__",
+                operator.abs: "__abs__", builtins.abs: "__abs__"}
+_INPLACE_NAMES = {
+    operator.iadd: "__iadd__", operator.isub: "__isub__", operator.imul: "__imul__",
+    operator.itruediv: "__itruediv__", operator.ifloordiv: "__ifloordiv__", operator.imod: "__imod__",
+    operator.ipow: "__ipow__", operator.imatmul: "__imatmul__", operator.iand: "__iand__",
+    operator.ior: "__ior__", operator.ixor: "__ixor__", operator.ilshift: "__ilshift__",
+    operator.irshift: "__irshift__",
+}
+
+
+def is_user_instance(vt) -> bool:
+    from .objects import UserObjectVariable
+
+    return isinstance(vt, UserObjectVariable)
+
+
+def _python_dunder(tx, vt, name: str):
+    """The Python function `type(vt).name`, or None when the class does not define it
+    (or only `object` does)."""
+    if not is_user_instance(vt):
+        return None
+    cls = vt.python_type()
+    owner, fn = class_lookup(cls, name)
+    if fn is MISSING or owner is object or fn is None:
+        return None
+    if not isinstance(fn, types.FunctionType):
+        tx.unsupported(f"{name} of {vt.describe()} is not written in Python ({type(fn).__name__})",
+                       category="unsupported operator")
+    return fn
+
+
+def _call(tx, fn, args):
+    return tx.wrap(fn, None).call_function(tx, args, {})
+
+
+def _not_implemented(vt) -> bool:
+    return vt.is_python_constant() and vt.as_python_constant() is NotImplemented
+
+
+def handles_operator(fn, args) -> bool:
+    """Whether `fn(*args)` is for this module: an operand is a user instance."""
+    return (fn in _BINARY_NAMES or fn in _COMPARE_NAMES or fn in _UNARY_NAMES or fn in _INPLACE_NAMES) \
+        and any(is_user_instance(a) for a in args)
+
+
+def user_operator(tx, fn, args):
+    if fn in _UNARY_NAMES:
+        (a,) = args
+        method = _python_dunder(tx, a, _UNARY_NAMES[fn])
+        if method is None:
+            tx.raise_user_error(TypeError(f"bad operand type for unary operator: '{a.python_type().__name__}'"))
+        return _call(tx, method, [a])
+    if fn in _INPLACE_NAMES:
+        a, b = args
+        method = _python_dunder(tx, a, _INPLACE_NAMES[fn])
+        if method is not None:
+            result = _call(tx, method, [a, b])
+            if not _not_implemented(result):
+                return result
+        from .builtins import INPLACE_TO_BINARY
+
+        fn = INPLACE_TO_BINARY[fn]
+    a, b = args
+    names = _BINARY_NAMES.get(fn) or _COMPARE_NAMES[fn]
+    forward, reflected, symbol = names
+    attempts = [(a, forward, b), (b, reflected, a)]
+    if type(a.python_type()) is type and b.python_type() is not a.python_type() \
+            and issubclass(b.python_type(), a.python_type()) \
+            and class_lookup(b.python_type(), reflected) != class_lookup(a.python_type(), reflected):
+        attempts.reverse()
+    for obj, name, other in attempts:
+        method = _python_dunder(tx, obj, name)
+        if method is None:
+            if not is_user_instance(obj) and not obj.is_python_constant():
+                tx.unsupported(f"operator {symbol} on {a.describe()} and {b.describe()}",
+                               category="unsupported operator")
+            continue
+        result = _call(tx, method, [obj, other])
+        if not _not_implemented(result):
+            return result
+    if fn is operator.eq or fn is operator.ne:
+        if fn is operator.ne and _python_dunder(tx, a, "__eq__") is not None:
+            return ConstantVariable(not user_operator(tx, operator.eq, args).truth(tx))
+        same = a is b
+        return ConstantVariable(same if fn is operator.eq else not same)
+    what = "unsupported operand type(s) for {s}: '{a}' and '{b}'" if fn in _BINARY_NAMES else \
+        "'{s}' not supported between instances of '{a}' and '{b}'"
+    tx.raise_user_error(TypeError(what.format(s=symbol, a=a.python_type().__name__, b=b.python_type().__name__)))
+
+
+def user_truth(tx, vt) -> bool:
+    method = _python_dunder(tx, vt, "__bool__")
+    if method is not None:
+        result = _call(tx, method, [vt])
+        if not (result.is_python_constant() and type(result.as_python_constant()) is bool):
+            tx.raise_user_error(TypeError(f"__bool__ should return bool, returned {result.python_type().__name__}"))
+        return result.as_python_constant()
+    method = _python_dunder(tx, vt, "__len__")
+    if method is not None:
+        return builtins.bool(_length(tx, _call(tx, method, [vt])))
+    return True
+
+
+def _length(tx, result) -> int:
+    if not (result.is_python_constant() and isinstance(result.as_python_constant(), int)):
+        tx.unsupported(f"__len__ returning {result.describe()}", category="unsupported builtin")
+    n = result.as_python_constant()
+    if n < 0:
+        tx.raise_user_error(ValueError("__len__() should return >= 0"))
+    return n
+
+
+def user_iter(tx, vt):
+    """`iter(vt)`: the iterator its `__iter__` returns."""
+    from .iterators import IteratorVariable
+
+    method = _python_dunder(tx, vt, "__iter__")
+    if method is None:
+        if _python_dunder(tx, vt, "__getitem__") is not None:
+            tx.unsupported(f"iterating over {vt.describe()} through __getitem__", category="unsupported iteration")
+        tx.raise_user_error(TypeError(f"'{vt.python_type().__name__}' object is not iterable"))
+    it = _call(tx, method, [vt])
+    if not isinstance(it, IteratorVariable):
+        tx.unsupported(f"__iter__ returning {it.describe()}, which is not an iterator the tracer knows",
+                       category="unsupported iteration")
+    return it
+
+
+def user_contains(tx, container, item):
+    method = _python_dunder(tx, container, "__contains__")
+    if method is not None:
+        return ConstantVariable(_call(tx, method, [container, item]).truth(tx))
+    return None

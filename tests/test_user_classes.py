@@ -1,0 +1,631 @@
+"""User-defined classes traced through their Python code (issue 6): instances passed in or
+made in the frame, methods of every kind, properties, class attributes along the MRO,
+dunder methods written in Python, dataclasses, named tuples, enums, type checks,
+`__class__` and `__dict__` reads. Every test is differential (eager vs compiled)."""
+import collections
+import dataclasses
+import enum
+import typing
+
+import pytest
+import torch
+
+from helpers import check
+
+
+def T(*shape):
+    return torch.randn(*shape) if shape else torch.randn(3)
+
+
+# ---------------------------------------------------------------- classes under test
+
+
+class Base:
+    scale = 2.0
+    tag = "base"
+
+    def __init__(self, w):
+        self.w = w
+
+    def apply(self, x):
+        return x * self.w * self.scale
+
+    @staticmethod
+    def shift(x):
+        return x + 1
+
+    @classmethod
+    def make(cls, w):
+        return cls(w)
+
+    @classmethod
+    def describe(cls):
+        return cls.tag
+
+    @property
+    def doubled(self):
+        return self.w * 2
+
+
+class Mid(Base):
+    tag = "mid"
+
+    def apply(self, x):
+        return Base.apply(self, x) + 1
+
+
+class Leaf(Mid):
+    scale = 3.0
+
+
+class Affine:
+    def __init__(self, a, b):
+        self.a = a
+        self.b = b
+
+    def __call__(self, x):
+        return x * self.a + self.b
+
+
+class Bag:
+    def __init__(self, items):
+        self.items = list(items)
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __contains__(self, v):
+        return v in self.items
+
+
+class Lazy:
+    def __init__(self):
+        self.known = 1
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return len(name)
+
+
+class Flag:
+    def __init__(self, on):
+        self.on = on
+
+    def __bool__(self):
+        return self.on
+
+
+class Money:
+    def __init__(self, v):
+        self.v = v
+
+    def __eq__(self, other):
+        return isinstance(other, Money) and self.v == other.v
+
+    def __add__(self, other):
+        return Money(self.v + other.v)
+
+    __hash__ = None
+
+
+class Temperature:
+    def __init__(self, c):
+        self._c = c
+
+    @property
+    def fahrenheit(self):
+        return self._c * 9 / 5 + 32
+
+    @fahrenheit.setter
+    def fahrenheit(self, f):
+        self._c = (f - 32) * 5 / 9
+
+
+@dataclasses.dataclass
+class Config:
+    dim: int = 4
+    heads: int = 2
+    dropout: float = 0.0
+    names: list = dataclasses.field(default_factory=list)
+
+    @property
+    def head_dim(self):
+        return self.dim // self.heads
+
+
+@dataclasses.dataclass(frozen=True)
+class FrozenConfig:
+    dim: int
+    eps: float = 1e-5
+
+
+class Pair(typing.NamedTuple):
+    left: torch.Tensor
+    right: torch.Tensor
+
+    def total(self):
+        return self.left + self.right
+
+
+Point = collections.namedtuple("Point", ["x", "y"], defaults=[0])
+
+
+class Color(enum.Enum):
+    RED = 1
+    GREEN = 2
+
+
+class Mode(enum.IntEnum):
+    TRAIN = 0
+    EVAL = 1
+
+
+# ---------------------------------------------------------------- instances passed in
+
+
+def test_instance_attribute_and_method():
+    check(lambda x, o: o.apply(x), T(), Base(torch.randn(3)), graphs=1, fullgraph=True)
+
+
+def test_class_attribute_through_instance():
+    check(lambda x, o: x * o.scale, T(), Base(1.0), graphs=1, fullgraph=True)
+
+
+def test_class_attribute_through_class():
+    check(lambda x: x * Leaf.scale + Mid.scale, T(), graphs=1, fullgraph=True)
+
+
+def test_class_attribute_along_mro():
+    check(lambda x, o: x * o.scale + len(o.tag), T(), Leaf(2.0), graphs=1, fullgraph=True)
+
+
+def test_method_inherited_two_levels():
+    check(lambda x, o: o.apply(x), T(), Leaf(torch.randn(3)), graphs=1, fullgraph=True)
+
+
+def test_staticmethod_through_instance_and_class():
+    check(lambda x, o: o.shift(x) + Base.shift(x), T(), Base(1.0), graphs=1, fullgraph=True)
+
+
+def test_classmethod_through_instance_and_class():
+    def f(x, o):
+        return x * len(o.describe()) + len(Leaf.describe())
+
+    check(f, T(), Mid(1.0), graphs=1, fullgraph=True)
+
+
+def test_classmethod_constructor_builds_subclass():
+    def f(x):
+        o = Leaf.make(2.0)
+        return o.apply(x), type(o) is Leaf
+
+    check(f, T(), graphs=1, fullgraph=True)
+
+
+def test_property_getter():
+    check(lambda x, o: x + o.doubled, T(), Base(torch.randn(3)), graphs=1, fullgraph=True)
+
+
+def test_property_setter_on_new_object():
+    def f(x):
+        t = Temperature(10.0)
+        t.fahrenheit = 212.0
+        return x * t._c
+
+    check(f, T(), graphs=1, fullgraph=True)
+
+
+def test_property_with_setter_read():
+    check(lambda x, t: x + t.fahrenheit, T(), Temperature(5.0), graphs=1, fullgraph=True)
+
+
+def test_call_object():
+    check(lambda x, m: m(x), T(), Affine(torch.randn(3), 0.5), graphs=1, fullgraph=True)
+
+
+def test_call_object_created_inside():
+    def f(x):
+        m = Affine(2.0, torch.ones(3))
+        return m(m(x))
+
+    check(f, T(), graphs=1, fullgraph=True)
+
+
+def test_len_getitem_iter_contains():
+    def f(x, b):
+        total = x * len(b)
+        for v in b:
+            total = total + v
+        return total + b[0], 2 in b, 7 in b
+
+    check(f, T(), Bag([1, 2, 3]), graphs=1, fullgraph=True)
+
+
+def test_getattr_fallback():
+    check(lambda x, o: x * o.known + o.abc, T(), Lazy(), graphs=1, fullgraph=True)
+
+
+def test_getattr_fallback_not_used_for_real_attribute():
+    def f(x, o):
+        return x * o.known
+
+    check(f, T(), Lazy(), graphs=1, fullgraph=True)
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_bool_defined_in_python(on):
+    def f(x, flag):
+        if flag:
+            return x + 1
+        return x - 1
+
+    check(f, T(), Flag(on), graphs=1, fullgraph=True)
+
+
+def test_eq_and_add_defined_in_python():
+    def f(x, a, b):
+        c = a + b
+        return x * c.v, c == Money(5), a == b
+
+    check(f, T(), Money(2), Money(3), graphs=1, fullgraph=True)
+
+
+def test_isinstance_user_classes():
+    def f(x, o):
+        return x + 1, isinstance(o, Base), isinstance(o, Mid), isinstance(o, (int, Leaf)), isinstance(o, Affine)
+
+    check(f, T(), Mid(1.0), graphs=1, fullgraph=True)
+
+
+def test_issubclass_user_classes():
+    def f(x):
+        return x + 1, issubclass(Leaf, Base), issubclass(Base, Leaf), issubclass(Mid, (Affine, Base))
+
+    check(f, T(), graphs=1, fullgraph=True)
+
+
+def test_type_is_check():
+    def f(x, o):
+        if type(o) is Leaf:
+            return x + 1
+        if type(o) is Mid:
+            return x + 2
+        return x + 3
+
+    check(f, T(), Mid(1.0), graphs=1, fullgraph=True)
+
+
+def test_dunder_class_read():
+    def f(x, o):
+        return x * o.__class__.scale, o.__class__ is Leaf, o.__class__.__name__
+
+    check(f, T(), Leaf(1.0), graphs=1, fullgraph=True)
+
+
+def test_dunder_dict_read():
+    def f(x, o):
+        d = o.__dict__
+        return x * d["w"], "w" in d, sorted(d.keys())
+
+    check(f, T(), Base(2.0), graphs=1, fullgraph=True)
+
+
+def test_vars_read():
+    check(lambda x, o: x * vars(o)["w"], T(), Base(2.0), graphs=1, fullgraph=True)
+
+
+def test_type_name_and_qualname():
+    check(lambda x, o: (x + 1, type(o).__name__, type(o).__qualname__), T(), Leaf(1.0), graphs=1, fullgraph=True)
+
+
+def test_getattr_with_default_on_object():
+    def f(x, o):
+        return x * getattr(o, "w", 0) + getattr(o, "missing", 5)
+
+    check(f, T(), Base(2.0), graphs=1, fullgraph=True)
+
+
+def test_hasattr_on_object_and_class():
+    def f(x, o):
+        return x + 1, hasattr(o, "w"), hasattr(o, "scale"), hasattr(o, "nope"), hasattr(Base, "apply")
+
+    check(f, T(), Base(2.0), graphs=1, fullgraph=True)
+
+
+def test_bound_method_from_class_called_with_instance():
+    check(lambda x, o: Base.apply(o, x), T(), Leaf(torch.randn(3)), graphs=1, fullgraph=True)
+
+
+def test_method_reading_tensor_attributes():
+    class Scaler:
+        def __init__(self):
+            self.w = torch.randn(3, requires_grad=True)
+            self.b = torch.randn(3)
+
+        def forward(self, x):
+            return x * self.w + self.b
+
+    check(lambda x, s: s.forward(x), T(), Scaler(), graphs=1, fullgraph=True)
+
+
+def test_method_returning_self():
+    class Chain:
+        def __init__(self):
+            self.n = 0
+
+        def touch(self):
+            return self
+
+    def f(x, c):
+        return x + 1, c.touch().touch() is c
+
+    check(f, T(), Chain(), graphs=1, fullgraph=True)
+
+
+# ---------------------------------------------------------------- objects made inside
+
+
+def test_object_created_and_returned():
+    def f(x):
+        o = Leaf(x * 2)
+        o.extra = [1, 2]
+        return o
+
+    check(f, T(), graphs=1, fullgraph=True)
+
+
+def test_object_created_used_and_discarded():
+    check(lambda x: Mid(3.0).apply(x), T(), graphs=1, fullgraph=True)
+
+
+def test_objects_in_list_returned():
+    def f(x):
+        return [Base(x + i) for i in range(3)]
+
+    check(f, T(), graphs=1, fullgraph=True)
+
+
+def test_created_object_aliases_argument():
+    def f(x, w):
+        o = Base(w)
+        return o, o.w is w, x * 2
+
+    check(f, T(), torch.randn(3), graphs=1, fullgraph=True)
+
+
+def test_object_created_with_kwargs():
+    def f(x):
+        return Affine(b=1.0, a=x).__call__(x)
+
+    check(f, T(), graphs=1, fullgraph=True)
+
+
+def test_object_with_nested_object():
+    class Outer:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def run(self, x):
+            return self.inner(x) * 2
+
+    def f(x):
+        o = Outer(Affine(x, 1.0))
+        return o.run(x), o
+
+    check(f, T(), graphs=1, fullgraph=True)
+
+
+def test_inheritance_three_deep_created_inside():
+    def f(x):
+        o = Leaf(x)
+        return o.apply(x), o.scale, o.tag, o.doubled, o
+
+    check(f, T(), graphs=1, fullgraph=True)
+
+
+def test_object_created_mutated_by_method():
+    class Acc:
+        def __init__(self):
+            self.total = 0
+            self.seen = []
+
+        def add(self, v):
+            self.total = self.total + v
+            self.seen.append(v)
+            return self
+
+    def f(x):
+        a = Acc()
+        a.add(x).add(x * 2)
+        return a
+
+    check(f, T(), graphs=1, fullgraph=True)
+
+
+def test_argument_object_mutated_by_method():
+    class Acc:
+        def __init__(self):
+            self.total = 0
+            self.seen = []
+
+        def add(self, v):
+            self.total = self.total + v
+            self.seen.append(v)
+
+    def f(x, a):
+        a.add(x)
+        a.add(2)
+        return x
+
+    check(f, T(), Acc(), graphs=1, fullgraph=True)
+
+
+def test_instance_attribute_shadows_class_attribute():
+    def f(x, o):
+        return x * o.scale
+
+    o = Base(1.0)
+    o.scale = 7.0
+    check(f, T(), o, graphs=1, fullgraph=True)
+
+
+def test_setattr_on_created_object_shadows_class_attribute():
+    def f(x):
+        o = Base(1.0)
+        o.scale = 5.0
+        return x * o.scale, o
+
+    check(f, T(), graphs=1, fullgraph=True)
+
+
+def test_isinstance_of_created_object():
+    def f(x):
+        o = Leaf(1.0)
+        return x + 1, isinstance(o, Base), type(o) is Leaf, o.__class__ is Leaf
+
+    check(f, T(), graphs=1, fullgraph=True)
+
+
+# ---------------------------------------------------------------- dataclasses
+
+
+def test_dataclass_argument_fields_and_property():
+    check(lambda x, c: x * c.dim + c.head_dim, T(), Config(dim=8, heads=4), graphs=1, fullgraph=True)
+
+
+def test_dataclass_created_inside_and_returned():
+    def f(x):
+        c = Config(dim=6)
+        c.names.append("a")
+        return x * c.head_dim, c
+
+    check(f, T(), graphs=1, fullgraph=True)
+
+
+def test_dataclass_default_factory_fresh_list():
+    def f(x):
+        a = Config()
+        b = Config()
+        a.names.append(1)
+        return x + 1, a.names, b.names, a.names is b.names
+
+    check(f, T(), graphs=1, fullgraph=True)
+
+
+def test_frozen_dataclass_argument():
+    check(lambda x, c: x * c.dim + c.eps, T(), FrozenConfig(3), graphs=1, fullgraph=True)
+
+
+def test_frozen_dataclass_created_inside():
+    def f(x):
+        c = FrozenConfig(dim=2)
+        return x * c.dim + c.eps, c
+
+    check(f, T(), graphs=1, fullgraph=True)
+
+
+def test_frozen_dataclass_assignment_raises():
+    def f(x, c):
+        c.dim = 4
+        return x
+
+    check(f, T(), FrozenConfig(3))
+
+
+def test_dataclass_equality_and_replace():
+    def f(x, c):
+        d = dataclasses.replace(c, heads=1)
+        return x * d.head_dim, c == Config(dim=8, heads=2), d
+
+    check(f, T(), Config(dim=8, heads=2))
+
+
+def test_dataclass_fields_iteration():
+    def f(x, c):
+        out = x
+        for fld in dataclasses.fields(c):
+            if fld.name in ("dim", "heads"):
+                out = out + getattr(c, fld.name)
+        return out
+
+    check(f, T(), Config(dim=8, heads=2))
+
+
+# ---------------------------------------------------------------- named tuples
+
+
+def test_typing_namedtuple_argument_and_method():
+    check(lambda p: p.total() * p.left, Pair(T(), T()), graphs=1, fullgraph=True)
+
+
+def test_typing_namedtuple_created_inside():
+    def f(x):
+        p = Pair(x, x * 2)
+        return p, p.right, p[0], len(p)
+
+    check(f, T(), graphs=1, fullgraph=True)
+
+
+def test_collections_namedtuple_defaults_and_replace():
+    def f(x):
+        p = Point(x)
+        q = p._replace(y=3)
+        return p, q, q.y * x
+
+    check(f, T(), graphs=1, fullgraph=True)
+
+
+def test_namedtuple_unpacking_and_asdict():
+    def f(p):
+        a, b = p
+        return a * b, p._asdict()["x"]
+
+    check(f, Point(T(), T()), graphs=1, fullgraph=True)
+
+
+# ---------------------------------------------------------------- enums
+
+
+def test_enum_member_argument():
+    def f(x, c):
+        if c is Color.RED:
+            return x + 1
+        return x - 1
+
+    check(f, T(), Color.GREEN, graphs=1, fullgraph=True)
+
+
+def test_enum_value_and_name():
+    check(lambda x, c: (x * c.value, c.name), T(), Color.RED, graphs=1, fullgraph=True)
+
+
+def test_enum_global_member_compare():
+    def f(x, m):
+        return x * (2 if m == Mode.TRAIN else 3), m == Mode.EVAL
+
+    check(f, T(), Mode.EVAL, graphs=1, fullgraph=True)
+
+
+def test_enum_lookup_by_value_and_name():
+    def f(x):
+        return x * Color(2).value + Color["RED"].value
+
+    check(f, T(), graphs=1, fullgraph=True)
+
+
+def test_enum_iteration_and_membership():
+    def f(x, c):
+        return x * len(list(Color)), c in Color
+
+    check(f, T(), Color.RED, graphs=1, fullgraph=True)
+
+
+def test_int_enum_arithmetic():
+    check(lambda x, m: x * (m + 1), T(), Mode.EVAL, graphs=1, fullgraph=True)
