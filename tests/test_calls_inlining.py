@@ -246,7 +246,6 @@ def test_generator_function_consumed_inside():
     check(f, torch.randn(3))
 
 
-@pytest.mark.xfail(strict=True, reason="super() is not traced yet (issue 6): the frame runs eagerly, 0 graphs")
 def test_super_call_in_method():
     class Base:
         def scale(self, x):

@@ -362,6 +362,20 @@ def _object_setattr(tx, fn, args, kwargs):
     return ConstantVariable(None)
 
 
+@handles(object.__init__)
+def _object_init(tx, fn, args, kwargs):
+    if len(args) != 1 or kwargs:
+        tx.unsupported("object.__init__() with arguments", category="unsupported call")
+    return ConstantVariable(None)
+
+
+@handles(builtins.super)
+def _super(tx, fn, args, kwargs):
+    from .super_object import make_super
+
+    return make_super(tx, args, kwargs)
+
+
 @handles(builtins.vars)
 def _vars(tx, fn, args, kwargs):
     if len(args) != 1 or kwargs:

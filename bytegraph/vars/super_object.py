@@ -1,0 +1,103 @@
+"""`super()` and `super(cls, obj)`: attribute lookup that starts after `cls` in the MRO of
+`obj` (an instance, or a class in a classmethod).
+
+The zero-argument form reads what CPython reads: the frame's first argument (from its
+cell when a closure captures it) and the `__class__` cell the compiler creates for
+methods that mention `super`. What the lookup finds is bound like any class attribute
+(`vars/classes.py::bind_class_attribute`), with the object as `self`; `object`'s own
+`__init__`, `__setattr__` and `__delattr__` go to the builtin table.
+"""
+from __future__ import annotations
+
+from .base import VariableTracker
+from .classes import ClassVariable, bind_class_attribute, class_dict_source
+
+
+class SuperVariable(VariableTracker):
+    __slots__ = ("start", "obj")
+
+    def __init__(self, start: type, obj: VariableTracker):
+        super().__init__(None)
+        self.start = start
+        self.obj = obj
+
+    def python_type(self) -> type:
+        return super
+
+    def _binds_class(self) -> bool:
+        return isinstance(self.obj, ClassVariable)
+
+    def _search_order(self) -> tuple:
+        subject = self.obj.as_python_constant() if self._binds_class() else self.obj.python_type()
+        mro = subject.__mro__
+        return mro[mro.index(self.start) + 1:]
+
+    def var_getattr(self, tx, name):
+        for owner in self._search_order():
+            if name in owner.__dict__:
+                attr = owner.__dict__[name]
+                break
+        else:
+            if name == "__class__":
+                return ClassVariable(super)
+            tx.raise_user_error(AttributeError(f"'super' object has no attribute {name!r}"))
+        if owner is object:
+            return self._object_method(tx, name, attr)
+        if self._binds_class():
+            if isinstance(attr, classmethod):
+                from .functions import BoundMethodVariable
+
+                return BoundMethodVariable(tx.wrap(attr.__func__, class_dict_source(owner, name, "__func__")),
+                                           self.obj)
+            if isinstance(attr, staticmethod):
+                return tx.wrap(attr.__func__, class_dict_source(owner, name, "__func__"))
+            return tx.wrap(attr, class_dict_source(owner, name))  # functions stay unbound
+        return bind_class_attribute(tx, self.obj, owner, name, attr, None)
+
+    def _object_method(self, tx, name, attr):
+        from .builtins import BuiltinVariable, is_builtin
+        from .functions import BoundMethodVariable
+
+        if is_builtin(attr) and not self._binds_class():
+            return BoundMethodVariable(BuiltinVariable(attr), self.obj)
+        tx.unsupported(f"super().{name} reaching object.{name}", category="unsupported attribute")
+
+    def describe(self) -> str:
+        return f"super({self.start.__qualname__}, {self.obj.describe()})"
+
+
+def make_super(tx, args, kwargs):
+    """The tracker for a call of `super` with trackers `args`."""
+    if kwargs or len(args) not in (0, 2):
+        tx.unsupported("super() with one argument (an unbound super object)", category="unsupported builtin")
+    if args:
+        start_vt, obj = args
+        if not isinstance(start_vt, ClassVariable):
+            tx.raise_user_error(TypeError(f"super() argument 1 must be a type, not {start_vt.python_type().__name__}"))
+        start = start_vt.cls
+    else:
+        start, obj = _zero_argument_super(tx)
+    subject = obj.as_python_constant() if isinstance(obj, ClassVariable) else obj.python_type()
+    if not isinstance(subject, type) or not issubclass(subject, start):
+        tx.raise_user_error(TypeError("super(type, obj): obj must be an instance or subtype of type"))
+    return SuperVariable(start, obj)
+
+
+def _zero_argument_super(tx):
+    code = tx.code
+    if code.co_argcount + code.co_kwonlyargcount == 0 and not code.co_flags & 0x04:
+        tx.raise_user_error(RuntimeError("super(): no arguments"))
+    first = code.co_varnames[0]
+    if first in tx.cells:
+        obj = tx.cells[first].contents
+    else:
+        obj = tx.locals.get(first)
+    if obj is None:
+        tx.raise_user_error(RuntimeError("super(): arg[0] deleted"))
+    class_cell = tx.cells.get("__class__")
+    if class_cell is None or class_cell.contents is None:
+        tx.raise_user_error(RuntimeError("super(): __class__ cell not found"))
+    start = class_cell.contents
+    if not isinstance(start, ClassVariable):
+        tx.raise_user_error(RuntimeError("super(): __class__ is not a type"))
+    return start.cls, obj
