@@ -9,6 +9,8 @@ output, op without a fake kernel) and errors of the user's own program.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import itertools
 import logging
 
 import torch
@@ -34,6 +36,7 @@ class OutputGraph:
         self.fake_mode = FakeTensorMode()
         self.tracked: dict = {}
         self.guards: dict = {}
+        self.first_use: dict = {}  # root argument/cell name -> keys of guards made when wrapping it
         self.inputs: list = []  # (source, TensorVariable, real tensor), in placeholder order
         self._input_by_id: dict = {}
         self.grad_enabled = torch.is_grad_enabled()
@@ -47,6 +50,19 @@ class OutputGraph:
         if guard.kind is GuardKind.NOT_PRESENT:  # one dict, many absent names
             key += (guard.expected,)
         self.guards.setdefault(key, guard)
+
+    @contextlib.contextmanager
+    def guards_located_at_first_use(self, name: str):
+        """Guards added in this block (wrapping root argument or closure variable `name` before
+        the first instruction) get, as their user location, the line that first reads `name`."""
+        before = len(self.guards)
+        yield
+        if len(self.guards) > before:
+            self.first_use[name] = list(itertools.islice(self.guards, before, None))
+
+    def locate_first_use(self, name: str, location: str) -> None:
+        for key in self.first_use.pop(name, ()):
+            self.guards[key] = dataclasses.replace(self.guards[key], user_location=location)
 
     def add_input(self, source, real: torch.Tensor) -> TensorVariable:
         existing = self._input_by_id.get(id(real))

@@ -87,14 +87,16 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
     with output.tracing():
         resumed = is_resume_code(code)
         for name, value in zip(argument_names(code), values):
-            if resumed and type(value) in (int, float):  # e.g. a timestamp carried across a break
-                tx.locals[name] = wrap_int(tx, value, LocalSource(name))
-            else:
-                tx.locals[name] = tx.wrap(value, LocalSource(name))
+            with output.guards_located_at_first_use(name):
+                if resumed and type(value) in (int, float):  # e.g. a timestamp carried across a break
+                    tx.locals[name] = wrap_int(tx, value, LocalSource(name))
+                else:
+                    tx.locals[name] = tx.wrap(value, LocalSource(name))
         for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
             source = ClosureSource(i, name)
             try:
-                contents = tx.wrap(cell.cell_contents, source)
+                with output.guards_located_at_first_use(name):
+                    contents = tx.wrap(cell.cell_contents, source)
             except ValueError:
                 contents = None
             tx.cells[name] = CellVariable(name, contents, source)

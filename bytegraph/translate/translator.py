@@ -8,6 +8,10 @@ child translator that shares the parent's `OutputGraph`.
 from __future__ import annotations
 
 import dis
+import functools
+import os
+
+import torch
 
 from .. import config
 from .._bytecode.instructions import instructions_of
@@ -113,6 +117,14 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
     def location(self) -> str:
         return f"{self.code.co_filename}:{self._lineno()}"
 
+    def guard_location(self) -> str:
+        """Where a guard made now comes from, for users: the innermost inlined frame of their
+        own code (not torch's, bytegraph's or the standard library's)."""
+        tx = self
+        while tx.parent is not None and is_library_file(tx.code.co_filename):
+            tx = tx.parent
+        return tx.location()
+
     def user_stack(self) -> list[str]:
         return [f"{tx.location()} in {tx.code.co_name}" for tx in self._outward()]
 
@@ -141,14 +153,14 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
 
         if present:
             return
-        self.output.add_guard(Guard(GuardKind.NOT_PRESENT, AttrSource(source, "__dict__"), name, self.location()))
+        self.output.add_guard(Guard(GuardKind.NOT_PRESENT, AttrSource(source, "__dict__"), name, self.guard_location()))
 
     def load_global_value(self, name: str):
         """The tracker for global `name` (module globals, then builtins)."""
         if name in self.f_globals:
             return self.wrap(self.f_globals[name], global_source(self.globals_source, name))
         if name in self.f_builtins:
-            self.output.add_guard(Guard(GuardKind.NOT_PRESENT, self.globals_source, name, self.location()))
+            self.output.add_guard(Guard(GuardKind.NOT_PRESENT, self.globals_source, name, self.guard_location()))
             value = self.f_builtins[name]
             return self.wrap(value, ObjectSource(value), guard=False)
         self.raise_user_error(NameError(f"name '{name}' is not defined"))
@@ -186,6 +198,15 @@ def is_traceable(fn) -> bool:
 # later captures of the callees (run through bytegraph by the residual code) break at
 # their call sites at once instead of rediscovering the break. Cleared by `reset()`.
 BREAK_MARKERS: dict = {}
+
+
+@functools.lru_cache(maxsize=None)
+def is_library_file(filename: str) -> bool:
+    return filename.startswith(_LIBRARY_DIRS) or filename.startswith("<")
+
+
+_LIBRARY_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, os)) + (
+    os.path.dirname(os.path.dirname(__file__)) + os.sep,)
 
 
 def mark_breaks(brk: GraphBreak) -> None:

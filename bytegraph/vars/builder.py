@@ -43,7 +43,7 @@ def wrap(tx, value, source=None, guard: bool = True) -> VariableTracker:
             # One real mutable object reached by a second path is the same tracker, so a
             # mutation through one path is seen through the other; guarded to stay aliased.
             if guard:
-                tx.output.add_guard(Guard(GuardKind.SAME_OBJECT, source, known.source, tx.location()))
+                tx.output.add_guard(Guard(GuardKind.SAME_OBJECT, source, known.source, tx.guard_location()))
             tx.output.tracked[source] = known
             return known
     vt = _build(tx, value, source, guard and source is not None)
@@ -59,7 +59,7 @@ _IDENTITY_TRACKED = (ListVariable, DictVariable, SetVariable, UserObjectVariable
 
 def _guard(tx, do_guard: bool, kind: GuardKind, source, expected=None) -> None:
     if do_guard:
-        tx.output.add_guard(Guard(kind, source, expected, tx.location()))
+        tx.output.add_guard(Guard(kind, source, expected, tx.guard_location()))
 
 
 def _build(tx, value, source, do_guard: bool) -> VariableTracker:

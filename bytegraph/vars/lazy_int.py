@@ -89,7 +89,7 @@ def wrap_int(tx, value, source) -> VariableTracker:
     cached = tx.output.tracked.get(source)
     if cached is not None:
         return cached
-    tx.output.add_guard(Guard(GuardKind.TYPE_MATCH, source, type(value), tx.location()))
+    tx.output.add_guard(Guard(GuardKind.TYPE_MATCH, source, type(value), tx.guard_location()))
     vt = UnpinnedIntVariable(value, tx.output, source)
     tx.output.tracked[source] = vt
     return vt

@@ -245,7 +245,7 @@ def build_module(tx, module: torch.nn.Module, source, do_guard: bool) -> NNModul
     if not do_guard:  # nothing may assume an alias was bound: spell the full path
         return NNModuleVariable(module, source, source, AttrSource(source, "__dict__"))
     index = _next_alias(tx)
-    tx.output.add_guard(Guard(GuardKind.TYPE_MATCH, ModuleBindSource(source, index), type(module), tx.location()))
+    tx.output.add_guard(Guard(GuardKind.TYPE_MATCH, ModuleBindSource(source, index), type(module), tx.guard_location()))
     return NNModuleVariable(module, source, ModuleAliasSource(source, index),
                             ModuleAliasSource(source, index, of_dict=True))
 
@@ -300,7 +300,7 @@ class NNModuleVariable(UserObjectVariable):
                 return ModuleMethodVariable(self, name)
             if name != "forward" or not self.call_checked:  # Note [Module call guard] covers forward
                 # an instance attribute set later would shadow the class attribute
-                tx.output.add_guard(Guard(GuardKind.NOT_PRESENT, self.dict_src, name, tx.location()))
+                tx.output.add_guard(Guard(GuardKind.NOT_PRESENT, self.dict_src, name, tx.guard_location()))
             if isinstance(cls_attr, types.FunctionType):
                 return BoundMethodVariable(tx.wrap(cls_attr, None), self, AttrSource(self.source, name))
             if isinstance(cls_attr, staticmethod):
@@ -337,7 +337,7 @@ class NNModuleVariable(UserObjectVariable):
         cached = tx.output.tracked.get(src)
         if cached is not None:
             return cached
-        tx.output.add_guard(Guard(GuardKind.DICT_KEYS, src, tuple(slots), tx.location()))
+        tx.output.add_guard(Guard(GuardKind.DICT_KEYS, src, tuple(slots), tx.guard_location()))
         items = {k: self._slot(tx, dict_name, k) for k in slots}
         vt = DictVariable(items, src, type(slots))
         tx.output.tracked[src] = vt
@@ -555,7 +555,7 @@ def build_weakref(tx, ref, source, do_guard: bool) -> WeakRefVariable:
     if source is None:
         tx.unsupported("a weak reference without a source", category="unsupported value")
     if do_guard:
-        tx.output.add_guard(Guard(GuardKind.TYPE_MATCH, source, type(ref), tx.location()))
+        tx.output.add_guard(Guard(GuardKind.TYPE_MATCH, source, type(ref), tx.guard_location()))
     return WeakRefVariable(ref, source)
 
 
@@ -574,6 +574,6 @@ def _global_hooks(tx) -> bool:
     if not present:
         source = _Expr("({} or {} or {} or {} or None)", tuple(ObjectSource(d) for d in dicts),
                        "global nn.Module hooks")
-        tx.output.add_guard(Guard(GuardKind.CONSTANT_MATCH, source, None, tx.location()))
+        tx.output.add_guard(Guard(GuardKind.CONSTANT_MATCH, source, None, tx.guard_location()))
     return present
 

@@ -200,7 +200,7 @@ def _state_query(tx, args, kwargs, fn=None):
     consts = [a.as_python_constant() for a in args]
     value = fn(*consts)
     source = _StateQuerySource(ObjectSource(fn), tuple(consts))
-    tx.output.add_guard(Guard(GuardKind.CONSTANT_MATCH, source, value, tx.location()))
+    tx.output.add_guard(Guard(GuardKind.CONSTANT_MATCH, source, value, tx.guard_location()))
     return ConstantVariable(value)
 
 
