@@ -629,3 +629,258 @@ def test_enum_iteration_and_membership():
 
 def test_int_enum_arithmetic():
     check(lambda x, m: x * (m + 1), T(), Mode.EVAL, graphs=1, fullgraph=True)
+
+
+# ---------------------------------------------------------------- more protocols and descriptors
+
+
+class Countdown:
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        i = self.n
+        while i > 0:
+            yield i
+            i -= 1
+
+
+def test_generator_iter_defined_in_python():
+    def f(x, c):
+        out = x
+        for i in c:
+            out = out * i
+        return out, list(c)
+
+    check(f, T(), Countdown(3), graphs=1, fullgraph=True)
+
+
+def test_getitem_with_slice_and_negative_index():
+    def f(x, b):
+        return x * b[-1] + sum(b[1:])
+
+    check(f, T(), Bag([1, 2, 3, 4]), graphs=1, fullgraph=True)
+
+
+class Slotted:
+    __slots__ = ("a", "b")
+
+    def __init__(self, a, b):
+        self.a = a
+        self.b = b
+
+    def total(self):
+        return self.a + self.b
+
+
+def test_slots_object_argument():
+    check(lambda x, s: x * s.total() + s.a, T(), Slotted(2, 3), graphs=1, fullgraph=True)
+
+
+def test_slots_object_member_changed_between_calls_recompiles():
+    from helpers import check_sequence
+
+    def f(x, s):
+        return x * s.a
+
+    r = check_sequence(f, [(T(), Slotted(1, 2)), (T(), Slotted(1, 2)), (T(), Slotted(5, 2))])
+    assert r.counter.frame_count == 2
+
+
+class Positive:
+    """A data descriptor written in Python."""
+
+    def __set_name__(self, owner, name):
+        self.name = "_" + name
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return getattr(obj, self.name)
+
+    def __set__(self, obj, value):
+        if value <= 0:
+            raise ValueError("must be positive")
+        setattr(obj, self.name, value)
+
+
+class Account:
+    balance = Positive()
+
+    def __init__(self, balance):
+        self.balance = balance
+
+
+def test_python_descriptor_get_on_argument():
+    check(lambda x, a: x * a.balance, T(), Account(3), graphs=1, fullgraph=True)
+
+
+def test_python_data_descriptor_set_breaks_and_stays_right():
+    def f(x, a):
+        a.balance = 5
+        return x * a.balance
+
+    check(f, T(), Account(3))
+
+
+def test_cached_property_is_correct():
+    import functools
+
+    class Lazy2:
+        def __init__(self, v):
+            self.v = v
+
+        @functools.cached_property
+        def square(self):
+            return self.v * self.v
+
+    def f(x, o):
+        return x * o.square + o.square
+
+    check(f, T(), Lazy2(3))
+
+
+class Vec:
+    def __init__(self, t):
+        self.t = t
+
+    def __add__(self, other):
+        if isinstance(other, Vec):
+            return Vec(self.t + other.t)
+        return NotImplemented
+
+    def __radd__(self, other):
+        return Vec(self.t + other)
+
+    def __iadd__(self, other):
+        self.t = self.t + other
+        return self
+
+    def __neg__(self):
+        return Vec(-self.t)
+
+    def __lt__(self, other):
+        return self.t.shape[0] < other.t.shape[0]
+
+    def __eq__(self, other):
+        if not isinstance(other, Vec):
+            return NotImplemented
+        return self.t.shape == other.t.shape
+
+
+def test_reflected_add_with_constant_on_the_left():
+    check(lambda x: (2.0 + Vec(x)).t, T(), graphs=1, fullgraph=True)
+
+
+def test_add_returning_not_implemented_falls_back_to_reflected():
+    def f(x):
+        v = Vec(x)
+        return (v + Vec(x * 2)).t, (3 + v).t
+
+    check(f, T(), graphs=1, fullgraph=True)
+
+
+def test_inplace_add_and_unary_neg():
+    def f(x):
+        v = Vec(x)
+        w = v
+        v += 1.0
+        return (-v).t, w is v, w.t
+
+    check(f, T(), graphs=1, fullgraph=True)
+
+
+def test_comparison_dunders_and_not_implemented_eq():
+    def f(x, y):
+        a, b = Vec(x), Vec(y)
+        return x + 1, a < b, b < a, a == b, a != b, a == 3, a != 3
+
+    check(f, T(3), T(4), graphs=1, fullgraph=True)
+
+
+def test_binary_operator_without_dunder_raises_like_eager():
+    def f(x, o):
+        return o + x
+
+    check(f, T(), Base(1.0))
+
+
+def test_comparison_without_dunder_raises_like_eager():
+    def f(x, o):
+        return x if o < o else x + 1
+
+    check(f, T(), Base(1.0))
+
+
+@dataclasses.dataclass
+class WithPost:
+    a: int
+    b: int = dataclasses.field(init=False)
+
+    def __post_init__(self):
+        self.b = self.a * 2
+
+
+def test_dataclass_post_init_and_init_false_field():
+    def f(x):
+        w = WithPost(3)
+        return x * w.b, w
+
+    check(f, T(), graphs=1, fullgraph=True)
+
+
+def test_dataclass_generated_eq_between_new_objects():
+    def f(x):
+        return x + 1, Config(dim=2) == Config(dim=2), Config(dim=2) == Config(dim=4)
+
+    check(f, T(), graphs=1, fullgraph=True)
+
+
+def test_dataclass_asdict_is_correct():
+    def f(x, c):
+        d = dataclasses.asdict(c)
+        return x * d["dim"]
+
+    check(f, T(), Config(dim=3))
+
+
+def test_isinstance_abstract_base_classes():
+    import collections.abc
+
+    def f(x, b):
+        return x + 1, isinstance(b, collections.abc.Iterable), isinstance(b, collections.abc.Sized), \
+            isinstance([1], collections.abc.Sequence)
+
+    check(f, T(), Bag([1]), graphs=1, fullgraph=True)
+
+
+def test_object_made_in_frame_lives_across_a_graph_break():
+    def f(x):
+        o = Leaf(x * 2)
+        o.note = [1]
+        print("break")
+        o.note.append(2)
+        return o.apply(x), o
+
+    check(f, T(), graphs=2)
+
+
+def test_argument_object_method_with_break_inside():
+    class Noisy:
+        def __init__(self):
+            self.calls = 0
+
+        def run(self, x):
+            self.calls += 1
+            print("running", self.calls)
+            return x * self.calls
+
+    check(lambda x, n: n.run(x) + 1, T(), Noisy())
+
+
+def test_tensor_attribute_of_new_object_requires_grad():
+    def f(x, w):
+        o = Affine(w, 1.0)
+        return o(x), o
+
+    check(f, torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True), graphs=1, fullgraph=True)
