@@ -77,7 +77,7 @@ class OutputGraph:
         self.inputs.append((source, vt, real))
         self._input_by_id[id(real)] = vt
         self.add_guard(Guard(GuardKind.TENSOR_MATCH, source, TensorSpec.of(real),
-                             self.current_tx.location() if self.current_tx else ""))
+                             self.current_tx.guard_location() if self.current_tx else ""))
         return vt
 
     def finish_guards(self) -> list:

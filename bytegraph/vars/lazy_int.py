@@ -81,7 +81,7 @@ class UnpinnedIntVariable(VariableTracker):
 
 def _location(output) -> str:
     tx = getattr(output, "current_tx", None)
-    return tx.location() if tx is not None else ""
+    return tx.guard_location() if tx is not None else ""
 
 
 def wrap_int(tx, value, source) -> VariableTracker:

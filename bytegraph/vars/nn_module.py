@@ -323,7 +323,7 @@ class NNModuleVariable(UserObjectVariable):
                 # bind the tensor once, so its metadata guard does not re-walk the path
                 index = _next_alias(tx)
                 tx.output.add_guard(Guard(GuardKind.TYPE_MATCH, _Bind(source, f"__bg_t{index}"), type(value),
-                                          tx.location()))
+                                          tx.guard_location()))
                 cached = tx.output.add_input(_Alias(source, f"__bg_t{index}"), value)
                 _name_placeholder(cached.node, source.describe())
                 tx.output.tracked[source] = cached
@@ -390,7 +390,7 @@ class NNModuleVariable(UserObjectVariable):
         if not self.call_checked:
             self.call_checked = True
             tx.output.add_guard(Guard(GuardKind.CONSTANT_MATCH, _Expr(
-                _NO_HOOKS, (self.dict_src,), f"hooks of {self.source.describe()}"), None, tx.location()))
+                _NO_HOOKS, (self.dict_src,), f"hooks of {self.source.describe()}"), None, tx.guard_location()))
         return _global_hooks(tx)
 
     # ---- walking the module tree -----------------------------------------------------
