@@ -27,7 +27,7 @@ twice (returned and stored, stored twice) is built once and kept in a temporary 
 """
 from __future__ import annotations
 
-from ..guards.sources import AttrSource, ClosureSource, GlobalsDictSource
+from ..guards.sources import CellContentsSource, ClosureSource, GlobalsDictSource
 from ..vars.objects import DELETED  # pending value of a deleted attribute or global
 
 
@@ -146,11 +146,14 @@ class SideEffects:
         from ..guards.guard import Guard, GuardKind
         from ..vars.functions import CellVariable
 
-        if not (self.mutated or self.attr_objects):
-            return
-        sources = tuple(vt.source for vt in self.by_id.values() if not isinstance(vt, CellVariable))
-        if len(sources) > 1:
-            output.add_guard(Guard(GuardKind.NO_ALIASING, sources[0], sources))
+        if self.mutated or self.attr_objects:
+            sources = tuple(vt.source for vt in self.by_id.values() if not isinstance(vt, CellVariable))
+            if len(sources) > 1:
+                output.add_guard(Guard(GuardKind.NO_ALIASING, sources[0], sources))
+        if self.cells:  # a cell written through one closure is read through another only if shared
+            cells = tuple(vt.source.cell() for vt in self.by_id.values() if isinstance(vt, CellVariable))
+            if len(cells) > 1:
+                output.add_guard(Guard(GuardKind.NO_ALIASING, cells[0], cells))
 
 
 def _bound(method, arg):
@@ -215,10 +218,10 @@ def _cell_effect(cg, cell):
     if isinstance(src, ClosureSource):  # the root frame's own free variable
         push = (lambda: None) if deleted else (lambda: cg.reconstruct(cell.contents))
         return push, _bound(cg.delete_deref if deleted else cg.store_deref, src.var_name)
-    assert isinstance(src, AttrSource) and src.attr == "cell_contents", src
+    assert isinstance(src, CellContentsSource), src
 
     def push():
         if not deleted:
             cg.reconstruct(cell.contents)
-        src.base.reconstruct(cg)
+        src.cell().reconstruct(cg)
     return push, _bound(cg.delete_attr if deleted else cg.store_attr, "cell_contents")

@@ -8,7 +8,7 @@ sources and from nothing else.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 
 class Source:
@@ -23,6 +23,15 @@ class Source:
     def describe(self) -> str:
         """User-facing spelling, e.g. `x.weight[0]` or `G['scale']`."""
         return self.name()
+
+    def root(self) -> "Source":
+        """The source this one is reached through, followed back to the frame (a local, a
+        global, a cell, an object): the first field that is a source, recursively."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Source):
+                return value.root()
+        return self
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +91,27 @@ class ClosureSource(Source):
     def reconstruct(self, cg) -> None:
         cg.load_deref(self.var_name)
 
+    def cell(self) -> Source:
+        """The source of the cell object itself."""
+        return ClosureCellSource(self.index, self.var_name)
+
+
+@dataclass(frozen=True, slots=True)
+class ClosureCellSource(Source):
+    """The root frame's closure cell number `index` itself (free variable `var_name`)."""
+
+    index: int
+    var_name: str
+
+    def name(self) -> str:
+        return f"C[{self.index}]"
+
+    def describe(self) -> str:
+        return f"the cell of closure variable {self.var_name}"
+
+    def reconstruct(self, cg) -> None:
+        cg.load_closure(self.var_name)
+
 
 @dataclass(frozen=True, slots=True)
 class AttrSource(Source):
@@ -122,24 +152,71 @@ class ItemSource(Source):
 
 @dataclass(frozen=True, slots=True)
 class DefaultsSource(Source):
-    """A default argument of the function at `fn`: positional index or keyword-only name."""
+    """`__defaults__` (or, with `keyword`, `__kwdefaults__`) of the function at `fn`."""
 
     fn: Source
-    key: int | str
+    keyword: bool = False
+
+    def _attr(self) -> str:
+        return "__kwdefaults__" if self.keyword else "__defaults__"
+
+    def name(self) -> str:
+        return f"{self.fn.name()}.{self._attr()}"
+
+    def describe(self) -> str:
+        return f"{'keyword-only defaults' if self.keyword else 'defaults'} of {self.fn.describe()}"
+
+    def reconstruct(self, cg) -> None:
+        self.fn.reconstruct(cg)
+        cg.load_attr(self._attr())
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultSource(Source):
+    """The default value of parameter `param` of the function at `fn`: `__defaults__[index]`,
+    or `__kwdefaults__[param]` for a keyword-only parameter (`index` None)."""
+
+    fn: Source
+    param: str
+    index: int | None = None
 
     def _spelled(self) -> Source:
-        if isinstance(self.key, int):
-            return ItemSource(AttrSource(self.fn, "__defaults__"), self.key)
-        return ItemSource(AttrSource(self.fn, "__kwdefaults__"), self.key)
+        if self.index is None:
+            return ItemSource(DefaultsSource(self.fn, True), self.param)
+        return ItemSource(DefaultsSource(self.fn), self.index)
 
     def name(self) -> str:
         return self._spelled().name()
 
     def describe(self) -> str:
-        return f"default {self.key!r} of {self.fn.describe()}"
+        return f"{DefaultsSource(self.fn, self.index is None).describe()}: {self.param}"
 
     def reconstruct(self, cg) -> None:
         self._spelled().reconstruct(cg)
+
+
+@dataclass(frozen=True, slots=True)
+class CellContentsSource(Source):
+    """The contents of closure cell number `index` (free variable `var_name`) of the function
+    at `fn` (the root frame's own cells are `ClosureSource`s)."""
+
+    fn: Source
+    index: int
+    var_name: str
+
+    def cell(self) -> Source:
+        """The source of the cell object itself."""
+        return ItemSource(AttrSource(self.fn, "__closure__"), self.index)
+
+    def name(self) -> str:
+        return f"{self.cell().name()}.cell_contents"
+
+    def describe(self) -> str:
+        return f"closure variable {self.var_name} of {self.fn.describe()}"
+
+    def reconstruct(self, cg) -> None:
+        self.cell().reconstruct(cg)
+        cg.load_attr("cell_contents")
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ import weakref
 from .. import config
 from ..errors import GraphBreak, InternalTracerError, Unsupported, UserCodeRaisesError
 from ..guards.compile import CompiledGuards
+from ..guards.sources import LocalSource
 from ..translate.capture import argument_names, capture
 from ..translate.translator import BREAK_MARKERS
 from .logs import logger
@@ -223,7 +224,26 @@ class CompiledFunction:
         if failure is None:
             return "no entry matched"
         where = f" (guard from {failure.user_location})" if failure.user_location else ""
-        return f"guard failed: {failure.describe()}{where}"
+        return f"guard failed: {failure.describe()}{where}{self._default_note(failure, values)}"
+
+    def _default_note(self, failure, values) -> str:
+        """Names the defaults when the failing guard is on a parameter that the wrapper
+        filled from the function's current `__defaults__`/`__kwdefaults__`."""
+        root = failure.source.root() if failure.source is not None else None
+        if not isinstance(root, LocalSource) or root.local_name not in self.argnames:
+            return ""
+        name = root.local_name
+        index = self.argnames.index(name)
+        defaults = self.fn.__defaults__ or ()
+        first_default = self.code.co_argcount - len(defaults)
+        kwdefaults = self.fn.__kwdefaults__ or {}
+        if first_default <= index < self.code.co_argcount and values[index] is defaults[index - first_default]:
+            where = "defaults"
+        elif name in kwdefaults and values[index] is kwdefaults[name]:
+            where = "keyword-only defaults"
+        else:
+            return ""
+        return f"; {name} is the default value from the {where} of {self.code.co_qualname}"
 
     def _log_capture(self, entry: CacheEntry) -> None:
         if entry.graph_module is not None:

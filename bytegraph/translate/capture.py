@@ -93,13 +93,7 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
                 else:
                     tx.locals[name] = tx.wrap(value, LocalSource(name))
         for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
-            source = ClosureSource(i, name)
-            try:
-                with output.guards_located_at_first_use(name):
-                    contents = tx.wrap(cell.cell_contents, source)
-            except ValueError:
-                contents = None
-            tx.cells[name] = CellVariable(name, contents, source)
+            tx.cells[name] = CellVariable.real_cell(name, cell, ClosureSource(i, name), output)
             output.side_effects.remember(cell, tx.cells[name])
         brk = None
         try:
@@ -191,8 +185,8 @@ def _collect_graph_tensors(vt, outputs: list, index: dict, seen: set | None = No
         for item in vt.items.values():
             _collect_graph_tensors(item, outputs, index, seen)
     elif isinstance(vt, CellVariable):
-        if vt.contents is not None:
-            _collect_graph_tensors(vt.contents, outputs, index, seen)
+        if vt.known_contents() is not None:
+            _collect_graph_tensors(vt.known_contents(), outputs, index, seen)
     elif isinstance(vt, UserObjectVariable):
         for item in (vt.attrs or {}).values():
             if item is not DELETED:

@@ -11,34 +11,64 @@ from __future__ import annotations
 import inspect
 import types
 
-from ..guards.sources import AttrSource, DefaultsSource, ItemSource, ObjectSource
+from ..guards.guard import Guard, GuardKind
+from ..guards.sources import AttrSource, CellContentsSource, DefaultSource, DefaultsSource, ObjectSource
 from .base import VariableTracker
 from .constant import ConstantVariable
 
 
 class CellVariable(VariableTracker):
     """A closure cell. `contents` is a tracker or None (empty). A pre-existing cell's
-    `source` is the source of its *contents* (`ClosureSource`, or `...cell_contents`);
-    writes to it are recorded in the side-effect log (STORE_DEREF)."""
+    `source` is the source of its *contents* (`ClosureSource` or `CellContentsSource`);
+    writes to it are recorded in the side-effect log (STORE_DEREF).
 
-    __slots__ = ("contents", "name")
+    A pre-existing cell is read lazily (`real_cell`): its contents are wrapped, and so
+    guarded, only when the trace first reads them, at the reading line; a cell the trace
+    never reads is not guarded at all."""
+
+    __slots__ = ("_contents", "name", "_pending")
 
     def __init__(self, name: str, contents=None, source=None):
         super().__init__(source)
         self.name = name
-        self.contents = contents
+        self._contents = contents
+        self._pending = None  # (real cell, output graph) until the contents are first read
+
+    @classmethod
+    def real_cell(cls, name: str, cell: types.CellType, source, output) -> "CellVariable":
+        vt = cls(name, None, source)
+        vt._pending = (cell, output)
+        return vt
+
+    @property
+    def contents(self):
+        if self._pending is not None:
+            cell, output = self._pending
+            self._pending = None
+            try:
+                value = cell.cell_contents
+            except ValueError:  # an empty cell: reading it is the user's NameError
+                return None
+            self._contents = output.current_tx.wrap(value, self.source)
+        return self._contents
+
+    @contents.setter
+    def contents(self, value) -> None:
+        self._pending = None
+        self._contents = value
+
+    def known_contents(self):
+        """The contents if the trace has read or written them, else None (the real cell
+        is unchanged)."""
+        return None if self._pending is not None else self._contents
 
     def python_type(self) -> type:
         return types.CellType
 
     def reconstruct(self, cg) -> None:
         """Push the cell object itself (a fresh real cell for one made during tracing)."""
-        from ..guards.sources import ClosureSource
-
-        if isinstance(self.source, ClosureSource):
-            cg.load_closure(self.source.var_name)
-        elif self.source is not None:
-            self.source.base.reconstruct(cg)  # `<cell>.cell_contents` -> the cell
+        if self.source is not None:
+            self.source.cell().reconstruct(cg)
         else:
             cg.push_null()
             cg.load_const(types.CellType)
@@ -64,7 +94,8 @@ class BaseFunctionVariable(VariableTracker):
         """(real globals dict, source of that dict) the function's code reads."""
         raise NotImplementedError
 
-    def default_trackers(self, tx) -> tuple[list, dict]:
+    def default_trackers(self, tx) -> tuple:
+        """(positional defaults, keyword-only defaults) as a sequence and a mapping of trackers."""
         raise NotImplementedError
 
     def closure_cells(self, tx) -> list:
@@ -97,27 +128,20 @@ class UserFunctionVariable(BaseFunctionVariable):
         return self.fn.__globals__, AttrSource(self.source, "__globals__")
 
     def default_trackers(self, tx):
-        fn = self.fn
-        defaults = [tx.wrap(v, DefaultsSource(self.source, i)) for i, v in enumerate(fn.__defaults__ or ())]
-        kwdefaults = {k: tx.wrap(v, DefaultsSource(self.source, k)) for k, v in (fn.__kwdefaults__ or {}).items()}
-        return defaults, kwdefaults
+        return _RealDefaults(tx, self, False), _RealDefaults(tx, self, True)
 
     def closure_cells(self, tx):
         cells = []
         side_effects = tx.output.side_effects
         for i, (name, cell) in enumerate(zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ())):
+            source = CellContentsSource(self.source, i, name)
             known = side_effects.tracker_for(cell)  # one tracker per real cell: writes stay visible
-            if known is not None:
-                cells.append(known)
-                continue
-            src = AttrSource(ItemSource(AttrSource(self.source, "__closure__"), i), "cell_contents")
-            try:
-                contents = tx.wrap(cell.cell_contents, src)
-            except ValueError:
-                contents = None
-            vt = CellVariable(name, contents, src)
-            side_effects.remember(cell, vt)
-            cells.append(vt)
+            if known is None:
+                known = CellVariable.real_cell(name, cell, source, tx.output)
+                side_effects.remember(cell, known)
+            elif known.source != source:  # one cell reached through two functions: must stay shared
+                tx.output.add_guard(Guard(GuardKind.SAME_OBJECT, source.cell(), known.source.cell(), tx.guard_location()))
+            cells.append(known)
         return cells
 
     def var_getattr(self, tx, name):
@@ -127,6 +151,37 @@ class UserFunctionVariable(BaseFunctionVariable):
 
     def describe(self) -> str:
         return f"function {self.fn.__qualname__}"
+
+
+class _RealDefaults:
+    """The positional (or keyword-only) defaults of a real function as binding sees them: a
+    default is wrapped, and guarded, only when the call uses it. Which parameter a
+    positional default belongs to depends on how many there are, so using one also guards
+    the length of `__defaults__`."""
+
+    __slots__ = ("tx", "fn_vt", "keyword", "values")
+
+    def __init__(self, tx, fn_vt: UserFunctionVariable, keyword: bool):
+        self.tx = tx
+        self.fn_vt = fn_vt
+        self.keyword = keyword
+        fn = fn_vt.fn
+        self.values = (fn.__kwdefaults__ if keyword else fn.__defaults__) or ({} if keyword else ())
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __contains__(self, param: str) -> bool:
+        return param in self.values
+
+    def __getitem__(self, key):
+        tx, source = self.tx, self.fn_vt.source
+        if self.keyword:
+            return tx.wrap(self.values[key], DefaultSource(source, key))
+        tx.output.add_guard(Guard(GuardKind.LEN_MATCH, DefaultsSource(source), len(self.values), tx.guard_location()))
+        code = self.fn_vt.fn.__code__
+        param = code.co_varnames[code.co_argcount - len(self.values) + key]
+        return tx.wrap(self.values[key], DefaultSource(source, param, key))
 
 
 class NestedFunctionVariable(BaseFunctionVariable):
