@@ -141,6 +141,8 @@ def _children(obj):
         return [(("param", n), p) for n, p in obj.named_parameters()] + [
             (("buffer", n), b) for n, b in obj.named_buffers()
         ]
+    if isinstance(obj, types.MethodType):
+        return [(("attr", "__self__"), obj.__self__)]
     if isinstance(obj, _BY_EQUALITY) or isinstance(obj, functools.partial):
         return []
     d = getattr(obj, "__dict__", None)
@@ -235,6 +237,11 @@ def assert_same(expected, actual, where="value", rtol=None, atol=None, _seen=Non
             (expected.func, expected.args, expected.keywords), (actual.func, actual.args, actual.keywords),
             f"{where}.<partial>", rtol, atol, _seen,
         )
+        return
+    if isinstance(expected, types.MethodType):
+        # a bound method of a (deep-copied) argument: same function, equal receivers
+        assert actual.__func__ is expected.__func__, f"{where}: method {actual!r} != eager {expected!r}"
+        assert_same(expected.__self__, actual.__self__, f"{where}.__self__", rtol, atol, _seen)
         return
     if not isinstance(expected, _BY_EQUALITY) and type(expected).__eq__ is object.__eq__:
         # a plain object (deep-copied, so never identical): compare its attributes

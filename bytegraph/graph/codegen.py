@@ -92,7 +92,7 @@ class PyCodegen:
             self.load_const(index)
             self.binary_subscr()
             return
-        if vt.source is None and _built_once(vt):
+        if _built_once(vt):
             # Note [Side-effect replay]: a value made during tracing is built once, so
             # every path that reaches it (return value, replayed writes) gets one object.
             name = self.tempvars.get(id(vt))
@@ -153,9 +153,15 @@ class PyCodegen:
 
 
 def _built_once(vt) -> bool:
+    """Whether `vt`'s reconstruction makes a new object that must be made only once: values
+    made during tracing, and methods read as attributes (a new object per read)."""
     from ..vars.containers import BaseListVariable, DictVariable, SetVariable, SizeVariable
-    from ..vars.functions import CellVariable, NestedFunctionVariable
+    from ..vars.functions import (BoundMethodVariable, CellVariable, MethodObjectVariable, NestedFunctionVariable,
+                                  PartialVariable)
     from ..vars.objects import UserObjectVariable
 
-    return isinstance(vt, (BaseListVariable, DictVariable, SetVariable, CellVariable, NestedFunctionVariable,
-                           UserObjectVariable)) and not isinstance(vt, SizeVariable)
+    if isinstance(vt, BoundMethodVariable):
+        return not isinstance(vt, MethodObjectVariable) or vt.source is None
+    return vt.source is None and isinstance(vt, (
+        BaseListVariable, DictVariable, SetVariable, CellVariable, NestedFunctionVariable, PartialVariable,
+        UserObjectVariable)) and not isinstance(vt, SizeVariable)

@@ -19,7 +19,7 @@ from ..graph.output_graph import OutputGraph, add_stack_traces
 from ..graph.side_effects import SideEffects
 from ..guards.sources import ClosureSource, GlobalsDictSource, LocalSource
 from ..vars.containers import BaseListVariable, DictVariable
-from ..vars.functions import CellVariable, NestedFunctionVariable
+from ..vars.functions import BoundMethodVariable, CellVariable, NestedFunctionVariable, PartialVariable
 from ..vars.objects import DELETED, UserObjectVariable
 from ..vars.tensor import TensorVariable
 from ..vars.lazy_int import wrap_int
@@ -191,7 +191,6 @@ def _collect_graph_tensors(vt, outputs: list, index: dict, seen: set | None = No
         for item in (vt.attrs or {}).values():
             if item is not DELETED:
                 _collect_graph_tensors(item, outputs, index, seen)
-    elif isinstance(vt, NestedFunctionVariable):
-        for part in (vt.defaults, vt.kwdefaults, vt.closure):
-            if part is not None:
-                _collect_graph_tensors(part, outputs, index, seen)
+    elif isinstance(vt, (NestedFunctionVariable, PartialVariable, BoundMethodVariable)):
+        for part in vt.parts():
+            _collect_graph_tensors(part, outputs, index, seen)

@@ -107,9 +107,8 @@ class BuildOps:
         code = self.stack.pop().as_python_constant()
         flags = inst.arg
         closure = self.stack.pop() if flags & 0x08 else None
-        if flags & 0x04:
-            self.stack.pop()  # annotations are not needed to trace calls
+        annotations = self.stack.pop() if flags & 0x04 else None
         kwdefaults = self.stack.pop() if flags & 0x02 else None
         defaults = self.stack.pop() if flags & 0x01 else None
         self.stack.append(NestedFunctionVariable(code, self.f_globals, self.globals_source, defaults,
-                                                 kwdefaults, closure, code.co_qualname))
+                                                 kwdefaults, closure, code.co_qualname, annotations))

@@ -22,7 +22,7 @@ from .base import VariableTracker
 from .builtins import BuiltinVariable, is_builtin
 from .constant import ConstantVariable, is_constant_value
 from .containers import DictVariable, ListVariable, NamedTupleVariable, SetVariable, SizeVariable, TupleVariable
-from .functions import BoundMethodVariable, PartialVariable, UserFunctionVariable
+from .functions import MethodDescriptorVariable, MethodObjectVariable, PartialVariable, UserFunctionVariable
 from .iterators import ListIteratorVariable
 from .nn_module import build_module
 from .classes import ClassVariable
@@ -131,6 +131,8 @@ def _build_object(tx, value, source, do_guard: bool) -> VariableTracker:
     if is_builtin(value):
         _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
         return BuiltinVariable(value, source)
+    if isinstance(value, types.CellType):  # cells are reached through their functions (`__closure__`)
+        tx.unsupported("a closure cell reached other than through its function", category="unsupported value")
     if isinstance(value, types.FunctionType):
         # Code and globals, not identity: a lambda made anew per call is the same program;
         # its defaults and closure contents are guarded where the trace reads them.
@@ -139,7 +141,7 @@ def _build_object(tx, value, source, do_guard: bool) -> VariableTracker:
     if isinstance(value, types.MethodType):
         fn = wrap(tx, value.__func__, AttrSource(source, "__func__") if source else None, do_guard)
         obj = wrap(tx, value.__self__, AttrSource(source, "__self__") if source else None, do_guard)
-        return BoundMethodVariable(fn, obj, source)
+        return MethodObjectVariable(fn, obj, source)
     if isinstance(value, types.ModuleType):
         _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
         return PythonModuleVariable(value, source)
@@ -149,6 +151,10 @@ def _build_object(tx, value, source, do_guard: bool) -> VariableTracker:
     if isinstance(value, enum.Enum):
         _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
         return ConstantVariable(value, source)
+    if type(value) in (staticmethod, classmethod):
+        _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, type(value))
+        fn = wrap(tx, value.__func__, AttrSource(source, "__func__") if source is not None else None, do_guard)
+        return MethodDescriptorVariable(type(value), fn, source)
     if type(value) is functools.partial:
         _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, functools.partial)
         sub = (lambda name: AttrSource(source, name)) if source is not None else (lambda name: None)

@@ -19,6 +19,7 @@ from ..hints import graph_break
 from .base import CallableValueVariable, VariableTracker
 from .lazy_int import UNPINNED_OPS, unpinned_operator
 from .constant import ConstantVariable
+from .functions import NestedFunctionVariable, PartialVariable, UserFunctionVariable
 from .containers import (BaseListVariable, DictVariable, ListVariable, SetVariable, SizeVariable,
                          TupleVariable)
 from .dunders import handles_operator, is_user_instance, user_contains, user_operator
@@ -156,6 +157,8 @@ def _identity(tx, fn, args, kwargs):
         same = True
     elif a.is_python_constant() and b.is_python_constant():
         same = a.as_python_constant() is b.as_python_constant()  # constants, or identity-guarded objects
+    elif isinstance(a, UserFunctionVariable) and isinstance(b, UserFunctionVariable):
+        same = a.pinned(tx) is b.pinned(tx)
     elif a.source is None or b.source is None or isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         same = False  # distinct input tensors are pinned distinct by the no-aliasing guard
     else:
@@ -417,6 +420,8 @@ def _has_attr(tx, obj, name: str) -> bool:
         return present
     if isinstance(obj, (BaseListVariable, DictVariable, SetVariable)):
         return hasattr(obj.python_type(), name)
+    if isinstance(obj, (UserFunctionVariable, NestedFunctionVariable)):
+        return obj.has_attr(tx, name)
     tx.unsupported(f"hasattr() on {obj.describe()}", category="unsupported builtin")
 
 
@@ -567,8 +572,6 @@ def _sorted(tx, fn, args, kwargs):
 
 @handles(functools.partial)
 def _partial(tx, fn, args, kwargs):
-    from .functions import PartialVariable
-
     return PartialVariable(args[0], args[1:], kwargs)
 
 

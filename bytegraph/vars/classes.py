@@ -99,6 +99,12 @@ class ClassVariable(VariableTracker):
     def as_python_constant(self):
         return self.cls
 
+    def reconstruct(self, cg) -> None:
+        if self.source is None:  # e.g. the class a classmethod is bound to: the class itself
+            cg.load_const(self.cls)
+        else:
+            super().reconstruct(cg)
+
     def var_getattr(self, tx, name):
         if name in ("__name__", "__qualname__", "__module__"):
             return ConstantVariable(getattr(self.cls, name))

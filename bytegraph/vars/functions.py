@@ -65,6 +65,20 @@ class CellVariable(VariableTracker):
     def python_type(self) -> type:
         return types.CellType
 
+    def var_getattr(self, tx, name):
+        if name != "cell_contents":
+            return super().var_getattr(tx, name)
+        if self.contents is None:
+            tx.raise_user_error(ValueError("Cell is empty"))
+        return self.contents
+
+    def store_attr(self, tx, name, value) -> None:
+        if name != "cell_contents":
+            return super().store_attr(tx, name, value)
+        self.contents = value
+        if self.source is not None:
+            tx.output.side_effects.store_cell(self)
+
     def reconstruct(self, cg) -> None:
         """Push the cell object itself (a fresh real cell for one made during tracing)."""
         if self.source is not None:
@@ -124,6 +138,12 @@ class UserFunctionVariable(BaseFunctionVariable):
     def as_python_constant(self):
         return self.fn
 
+    def pinned(self, tx) -> types.FunctionType:
+        """The function, guarded by identity from here on (functions are otherwise guarded by
+        code and globals only): for `is` tests."""
+        tx.output.add_guard(Guard(GuardKind.ID_MATCH, self.source, self.fn, tx.location()))
+        return self.fn
+
     def globals_and_source(self):
         return self.fn.__globals__, AttrSource(self.source, "__globals__")
 
@@ -144,10 +164,25 @@ class UserFunctionVariable(BaseFunctionVariable):
             cells.append(known)
         return cells
 
+    def has_attr(self, tx, name: str) -> bool:
+        present = hasattr(self.fn, name)
+        tx.guard_attr_presence(self.source, name, present)
+        return present
+
     def var_getattr(self, tx, name):
+        from .containers import TupleVariable
+
         if name in ("__name__", "__qualname__", "__module__", "__doc__"):
             return ConstantVariable(getattr(self.fn, name))
-        return tx.wrap(getattr(self.fn, name), AttrSource(self.source, name))
+        if name == "__closure__":  # the cells themselves, shared with the calls of the function
+            return TupleVariable(self.closure_cells(tx)) if self.fn.__closure__ else ConstantVariable(None)
+        if name in ("__defaults__", "__kwdefaults__"):
+            return tx.wrap(getattr(self.fn, name), DefaultsSource(self.source, name == "__kwdefaults__"))
+        try:
+            value = getattr(self.fn, name)
+        except AttributeError as e:
+            tx.raise_user_error(e)
+        return tx.wrap(value, AttrSource(self.source, name))
 
     def describe(self) -> str:
         return f"function {self.fn.__qualname__}"
@@ -185,11 +220,18 @@ class _RealDefaults:
 
 
 class NestedFunctionVariable(BaseFunctionVariable):
-    """A function object created while tracing (`def` or `lambda` inside traced code)."""
+    """A function object created while tracing (`def` or `lambda` inside traced code).
 
-    __slots__ = ("code", "f_globals", "globals_source", "defaults", "kwdefaults", "closure", "qualname")
+    Its attributes live on the tracker: writes to `__name__`, `__qualname__`, `__doc__`,
+    `__module__`, `__annotations__` in `attrs`, any other attribute in its `__dict__`
+    (`func_dict`, made on first use), so `functools.wraps` applied inside the trace works;
+    an escaping function is rebuilt with all of them (`_make_function`)."""
 
-    def __init__(self, code, f_globals, globals_source, defaults, kwdefaults, closure, qualname):
+    __slots__ = ("code", "f_globals", "globals_source", "defaults", "kwdefaults", "closure", "qualname",
+                 "annotations", "attrs", "func_dict")
+
+    def __init__(self, code, f_globals, globals_source, defaults, kwdefaults, closure, qualname,
+                 annotations=None):
         super().__init__(None)
         self.code = code
         self.f_globals = f_globals
@@ -198,6 +240,9 @@ class NestedFunctionVariable(BaseFunctionVariable):
         self.kwdefaults = kwdefaults
         self.closure = closure
         self.qualname = qualname
+        self.annotations = annotations  # MAKE_FUNCTION's (name, value, ...) tuple, or None
+        self.attrs: dict = {}
+        self.func_dict = None
 
     def get_code(self):
         return self.code
@@ -213,17 +258,81 @@ class NestedFunctionVariable(BaseFunctionVariable):
     def closure_cells(self, tx):
         return list(self.closure.items) if self.closure is not None else []
 
+    def parts(self) -> list:
+        """Every tracker the rebuilt function holds (for collecting graph outputs)."""
+        return [p for p in (self.defaults, self.kwdefaults, self.closure, self.annotations, self.func_dict,
+                            *self.attrs.values()) if p is not None]
+
     def var_getattr(self, tx, name):
+        from .containers import DictVariable
+
+        if name in self.attrs:
+            return self.attrs[name]
+        if name == "__name__":
+            return ConstantVariable(self.code.co_name)
+        if name == "__qualname__":
+            return ConstantVariable(self.qualname)
+        if name == "__module__":
+            return ConstantVariable(self.f_globals.get("__name__"))
+        if name == "__doc__":
+            return ConstantVariable(_doc_of(self.code))
+        if name == "__defaults__":
+            return self.defaults if self.defaults is not None else ConstantVariable(None)
+        if name == "__kwdefaults__":
+            return self.kwdefaults if self.kwdefaults is not None else ConstantVariable(None)
+        if name == "__closure__":
+            return self.closure if self.closure is not None else ConstantVariable(None)
+        if name == "__annotations__":  # made once, so later reads see writes into it
+            pairs = self.annotations.unpack(tx) if self.annotations is not None else []
+            self.attrs[name] = DictVariable({k.as_python_constant(): v for k, v in zip(pairs[::2], pairs[1::2])})
+            self.annotations = None
+            return self.attrs[name]
+        if name == "__dict__":
+            return self._dict()
+        if self.func_dict is not None and name in self.func_dict.items:
+            return self.func_dict.items[name]
+        if name.startswith("__") and name.endswith("__"):
+            return super().var_getattr(tx, name)  # a function attribute not modeled: graph break
+        tx.raise_user_error(AttributeError(f"'function' object has no attribute '{name}'"))
+
+    def has_attr(self, tx, name: str) -> bool:
+        if name in self.attrs or hasattr(types.FunctionType, name):
+            return True
+        return self.func_dict is not None and name in self.func_dict.items
+
+    def store_attr(self, tx, name, value) -> None:
+        from .containers import DictVariable
+
         if name in ("__name__", "__qualname__"):
-            return ConstantVariable(self.code.co_name if name == "__name__" else self.qualname)
-        return super().var_getattr(tx, name)
+            if not (value.is_python_constant() and isinstance(value.as_python_constant(), str)):
+                tx.raise_user_error(TypeError(f"{name} must be set to a string object"))
+            self.attrs[name] = value
+        elif name in ("__doc__", "__module__"):
+            self.attrs[name] = value
+        elif name == "__annotations__":
+            if not isinstance(value, DictVariable):
+                tx.raise_user_error(TypeError("__annotations__ must be set to a dict object"))
+            self.attrs[name] = value
+            self.annotations = None
+        elif name.startswith("__") and name.endswith("__") and name != "__wrapped__":
+            super().store_attr(tx, name, value)  # __dict__, __defaults__, __code__, ...: graph break
+        else:
+            self._dict().items[name] = value
+
+    def _dict(self):
+        from .containers import DictVariable
+
+        if self.func_dict is None:
+            self.func_dict = DictVariable({})
+        return self.func_dict
 
     def describe(self) -> str:
         return f"function {self.qualname}"
 
     def reconstruct(self, cg) -> None:
-        """`types.FunctionType(code, globals, name, defaults, closure)` with qualname and
-        keyword defaults, so the function escapes with the right globals and real cells."""
+        """`_make_function(code, globals, qualname, defaults, kwdefaults, closure, annotations,
+        __dict__, attributes)`, so the function escapes with the right globals, real cells and
+        every attribute the trace gave it."""
         from ..guards.sources import GlobalsDictSource
 
         cg.push_null()
@@ -234,33 +343,55 @@ class NestedFunctionVariable(BaseFunctionVariable):
         else:
             self.globals_source.reconstruct(cg)
         cg.load_const(self.qualname)
-        if self.defaults is None:
-            cg.load_const(None)
-        else:
-            cg.reconstruct(self.defaults)
-        if self.kwdefaults is None:
-            cg.load_const(None)
-        else:
-            cg.reconstruct(self.kwdefaults)
+        for part in (self.defaults, self.kwdefaults):
+            if part is None:
+                cg.load_const(None)
+            else:
+                cg.reconstruct(part)
         if self.closure is None:
             cg.load_const(None)
         else:
             for cell in self.closure.items:
                 cg.reconstruct(cell)
             cg.build("BUILD_TUPLE", len(self.closure.items))
-        cg.call(6)
+        for part in (self.annotations, self.func_dict):
+            if part is None:
+                cg.load_const(None)
+            else:
+                cg.reconstruct(part)
+        for name, value in self.attrs.items():
+            cg.load_const(name)
+            cg.reconstruct(value)
+        cg.build("BUILD_MAP", len(self.attrs))
+        cg.call(9)
 
 
-def _make_function(code, f_globals, qualname, defaults, kwdefaults, closure):
+def _doc_of(code: types.CodeType):
+    """The `__doc__` CPython gives a function made from `code`."""
+    cells = tuple(types.CellType() for _ in code.co_freevars) or None
+    return types.FunctionType(code, {}, closure=cells).__doc__
+
+
+def _make_function(code, f_globals, qualname, defaults, kwdefaults, closure, annotations, func_dict, attrs):
     fn = types.FunctionType(code, f_globals, code.co_name, defaults, closure)
     fn.__qualname__ = qualname
     if kwdefaults:
         fn.__kwdefaults__ = kwdefaults
+    if annotations:
+        fn.__annotations__ = dict(zip(annotations[::2], annotations[1::2]))
+    if func_dict is not None:
+        fn.__dict__ = func_dict
+    for name, value in attrs.items():
+        setattr(fn, name, value)
     return fn
 
 
 class BoundMethodVariable(VariableTracker):
-    """`obj.method` for a Python function looked up on an object: calls prepend `obj`."""
+    """`obj.method` for a Python function looked up on an object: calls prepend `obj`.
+
+    Reading a method attribute makes a new method object each time, so residual code
+    builds one per tracker, `types.MethodType(fn, obj)`, not a fresh one per load from the
+    attribute's source (`m = o.f; return m, m` returns one object twice, like eager)."""
 
     __slots__ = ("fn", "obj")
 
@@ -282,8 +413,60 @@ class BoundMethodVariable(VariableTracker):
             return self.fn
         return self.fn.var_getattr(tx, name)
 
+    def parts(self) -> list:
+        return [self.fn, self.obj]
+
+    def reconstruct(self, cg) -> None:
+        cg.push_null()
+        cg.load_const(types.MethodType)
+        cg.reconstruct(self.fn)
+        cg.reconstruct(self.obj)
+        cg.call(2)
+
     def describe(self) -> str:
         return f"method {self.fn.describe()}"
+
+
+class MethodObjectVariable(BoundMethodVariable):
+    """A real method object found in the caller's world (in a list, passed as an argument):
+    reloaded from its source, so it stays that very object."""
+
+    __slots__ = ()
+
+    def reconstruct(self, cg) -> None:
+        if self.source is None:
+            super().reconstruct(cg)
+        else:
+            self.source.reconstruct(cg)
+
+
+class MethodDescriptorVariable(VariableTracker):
+    """A `staticmethod` or `classmethod` object itself (e.g. taken from a class `__dict__`
+    into a container). A staticmethod is callable (it calls its function); a classmethod
+    object is not (binding it to a class happens through attribute lookup)."""
+
+    __slots__ = ("kind", "fn")
+
+    def __init__(self, kind: type, fn: VariableTracker, source=None):
+        super().__init__(source)
+        self.kind = kind
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return self.kind
+
+    def call_function(self, tx, args, kwargs):
+        if self.kind is not staticmethod:
+            tx.raise_user_error(TypeError(f"'{self.kind.__name__}' object is not callable"))
+        return self.fn.call_function(tx, args, kwargs)
+
+    def var_getattr(self, tx, name):
+        if name in ("__func__", "__wrapped__"):
+            return self.fn
+        return super().var_getattr(tx, name)
+
+    def describe(self) -> str:
+        return f"{self.kind.__name__} of {self.fn.describe()}"
 
 
 class PartialVariable(VariableTracker):
@@ -315,6 +498,28 @@ class PartialVariable(VariableTracker):
         if name == "keywords":
             return DictVariable(self.kwargs)
         return super().var_getattr(tx, name)
+
+    def parts(self) -> list:
+        return [self.fn, *self.args, *self.kwargs.values()]
+
+    def reconstruct(self, cg) -> None:
+        if self.source is not None:
+            return super().reconstruct(cg)
+        cg.push_null()  # a partial made during tracing: `functools.partial(fn, *args, **kwargs)`
+        cg.load_const(_make_partial)
+        cg.reconstruct(self.fn)
+        cg.reconstruct_items(self.args, "BUILD_TUPLE")
+        for key, value in self.kwargs.items():
+            cg.load_const(key)
+            cg.reconstruct(value)
+        cg.build("BUILD_MAP", len(self.kwargs))
+        cg.call(3)
+
+
+def _make_partial(fn, args, kwargs):
+    import functools
+
+    return functools.partial(fn, *args, **kwargs)
 
 
 def bind_arguments(tx, code, defaults: list, kwdefaults: dict, args: list, kwargs: dict, what: str) -> dict:
