@@ -5,6 +5,7 @@ seeded torch RNG, so tests are independent of order and of xdist scheduling.
 """
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
@@ -36,3 +37,27 @@ def _fresh_bytegraph():
     yield
     torch.set_grad_enabled(grad_enabled)
     bytegraph.reset()
+
+
+class _Lines(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+@pytest.fixture
+def recompile_log():
+    """The `recompiles` log topic turned on and captured (`.text()`: every line so far)."""
+    handler = _Lines()
+    lg = logging.getLogger("bytegraph.recompiles")
+    lg.addHandler(handler)
+    bytegraph.set_logs("recompiles")
+    yield handler
+    lg.removeHandler(handler)
+    bytegraph.set_logs()

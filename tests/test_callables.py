@@ -7,7 +7,6 @@ Functions returned by the compiled function are compared by calling them (a clos
 anew by each run is a different object in eager and compiled runs).
 """
 import functools
-import logging
 import os
 
 import pytest
@@ -569,6 +568,20 @@ def test_bound_method_list_passed_in():
     check(lambda ms, x: apply_all(ms, x), [c.mul, c.add, Calc(2).mul], T(3), graphs=1, fullgraph=True)
 
 
+def test_classmethod_objects_passed_in():
+    check(lambda ms, x: [m(2).mul(x) for m in ms], [Calc.make, Calc(1).make], T(3), graphs=1, fullgraph=True)
+
+
+def test_bound_method_of_nn_module_returned():
+    lin = torch.nn.Linear(3, 3)
+
+    def f(x):
+        return lin.forward, lin(x)
+
+    r = check(f, T(2, 3), graphs=1, fullgraph=True)
+    assert r.compiled.out[0].__self__ is lin
+
+
 def test_bound_method_returned_from_inlined_function():
     def pick(c, name):
         return c.mul if name == "mul" else c.add
@@ -825,19 +838,6 @@ def make_counter_pair():
 
 
 # =========================================================================== closure cells changed between calls
-
-
-@pytest.fixture
-def recompile_log():
-    from test_explain_and_logs import _Capture
-
-    handler = _Capture()
-    lg = logging.getLogger("bytegraph.recompiles")
-    lg.addHandler(handler)
-    bytegraph.set_logs("recompiles")
-    yield handler
-    lg.removeHandler(handler)
-    bytegraph.set_logs()
 
 
 def make_root_closure():

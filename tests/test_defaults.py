@@ -282,6 +282,17 @@ def test_mutable_default_of_root_function_mutated():
     assert fc.__defaults__[0] is default and len(default) == 3
 
 
+def kw_appends(x, *, acc=[]):  # noqa: B006
+    acc.append(len(acc))
+    return x + len(acc)
+
+
+def test_mutable_keyword_only_default_mutates_real_default():
+    kw_appends.__kwdefaults__["acc"].clear()
+    check(lambda x: kw_appends(x) * kw_appends(x), T(3), graphs=1, fullgraph=True,
+          setup=kw_appends.__kwdefaults__["acc"].clear, state=lambda: list(kw_appends.__kwdefaults__["acc"]))
+
+
 def test_mutable_default_passed_explicitly_is_not_the_default():
     appends.__defaults__[0].clear()
 
@@ -411,21 +422,6 @@ def test_partial_of_function_with_defaults():
 
 
 # =========================================================================== defaults changed after compiling
-
-
-@pytest.fixture
-def recompile_log():
-    from test_explain_and_logs import _Capture
-
-    import logging
-
-    handler = _Capture()
-    lg = logging.getLogger("bytegraph.recompiles")
-    lg.addHandler(handler)
-    bytegraph.set_logs("recompiles")
-    yield handler
-    lg.removeHandler(handler)
-    bytegraph.set_logs()
 
 
 def _fresh(fn):
@@ -589,6 +585,35 @@ def test_unused_default_change_does_not_recompile(monkeypatch):
     helper_with_default.__defaults__ = (11,)
     assert_same(f(x), cf(x), "default not used by the call")
     assert cnt.frame_count == 1
+
+
+SCALERS = [lambda t, i=i: t * i for i in range(3)]
+
+
+def test_lambdas_with_same_code_and_other_defaults_swapped(monkeypatch):
+    monkeypatch.setitem(globals(), "SCALERS", list(SCALERS))
+
+    def f(x):
+        return SCALERS[0](x) + SCALERS[2](x)
+
+    cf, cnt = compile_counted(f)
+    x = T(3)
+    assert_same(f(x), cf(x), "first")
+    SCALERS.reverse()  # same code objects, different defaults
+    assert_same(f(x), cf(x), "after swapping the lambdas")
+    assert cnt.frame_count == 2
+
+
+def test_setting_defaults_inside_compiled_function_runs_like_eager(monkeypatch):
+    monkeypatch.setitem(globals(), "helper_with_default", _fresh(helper_with_default))
+
+    def f(x):
+        y = x * 2
+        helper_with_default.__defaults__ = (7,)
+        return helper_with_default(y)
+
+    check(f, T(3), setup=lambda: setattr(helper_with_default, "__defaults__", (2,)),
+          state=lambda: helper_with_default.__defaults__)
 
 
 def test_method_default_changed_between_calls():
