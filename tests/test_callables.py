@@ -666,8 +666,6 @@ def test_staticmethods_in_dict_from_class_dict():
     check(f, T(3, grad=True), graphs=1, fullgraph=True)
 
 
-@pytest.mark.xfail(strict=True, reason="a class's __dict__ (a mappingproxy) read inside the compiled function is "
-                                       "not traced (vars/objects.py): graph break, the frame runs eagerly")
 def test_staticmethod_objects_in_list_built_inside():
     def f(x):
         fns = [Calc.__dict__["neg"], Calc.__dict__["sq"]]

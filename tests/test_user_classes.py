@@ -884,3 +884,18 @@ def test_tensor_attribute_of_new_object_requires_grad():
         return o(x), o
 
     check(f, torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True), graphs=1, fullgraph=True)
+
+
+def test_class_dict_reads():
+    def f(x):
+        d = Base.__dict__
+        return x * d["scale"], "apply" in d, "nope" in d, d.get("nope", 3), "scale" in Mid.__dict__
+
+    check(f, T(), graphs=1, fullgraph=True)
+
+
+def test_class_dict_missing_key_raises_like_eager():
+    def f(x):
+        return x * Base.__dict__["nope"]
+
+    check(f, T())

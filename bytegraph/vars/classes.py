@@ -108,6 +108,8 @@ class ClassVariable(VariableTracker):
     def var_getattr(self, tx, name):
         if name in ("__name__", "__qualname__", "__module__"):
             return ConstantVariable(getattr(self.cls, name))
+        if name == "__dict__" and type(self.cls) is type:
+            return ClassDictVariable(self.cls)
         owner, attr = class_lookup(self.cls, name)
         src = AttrSource(self.source, name) if self.source is not None else None
         if attr is MISSING:
@@ -136,3 +138,64 @@ class ClassVariable(VariableTracker):
 
     def describe(self) -> str:
         return f"class {self.cls.__qualname__}"
+
+
+class ClassDictVariable(VariableTracker):
+    """`cls.__dict__` (a read-only mappingproxy): items are read, and guarded, one by one
+    through `cls.__dict__[key]`; which keys exist is guarded when tracing asks."""
+
+    __slots__ = ("cls",)
+
+    def __init__(self, cls: type):
+        super().__init__(AttrSource(ObjectSource(cls), "__dict__"))
+        self.cls = cls
+
+    def python_type(self) -> type:
+        return types.MappingProxyType
+
+    def _keys(self, tx) -> list:
+        from ..guards.guard import Guard, GuardKind
+
+        keys = list(self.cls.__dict__)
+        tx.output.add_guard(Guard(GuardKind.DICT_KEYS, self.source, tuple(keys), tx.guard_location()))
+        return keys
+
+    def _item(self, tx, key_vt):
+        if not key_vt.is_python_constant():
+            tx.unsupported(f"reading {self.describe()} with key {key_vt.describe()}", category="unsupported dict key")
+        key = key_vt.as_python_constant()
+        if key not in self._keys(tx):
+            tx.raise_user_error(KeyError(key))
+        return tx.wrap(self.cls.__dict__[key], class_dict_source(self.cls, key))
+
+    def unpack(self, tx) -> list:
+        return [ConstantVariable(k) for k in self._keys(tx)]
+
+    def var_getattr(self, tx, name):
+        from .base import MethodOfVariable
+
+        if name in ("__getitem__", "get", "__contains__", "keys", "__len__"):
+            return MethodOfVariable(self, name)
+        return super().var_getattr(tx, name)
+
+    def call_method(self, tx, name, args, kwargs):
+        if kwargs:
+            return super().call_method(tx, name, args, kwargs)
+        if name == "__getitem__" and len(args) == 1:
+            return self._item(tx, args[0])
+        if name == "get" and len(args) in (1, 2):
+            if args[0].is_python_constant() and args[0].as_python_constant() not in self._keys(tx):
+                return args[1] if len(args) == 2 else ConstantVariable(None)
+            return self._item(tx, args[0])
+        if name == "__contains__" and len(args) == 1 and args[0].is_python_constant():
+            return ConstantVariable(args[0].as_python_constant() in self._keys(tx))
+        if name == "keys" and not args:
+            from .containers import TupleVariable
+
+            return TupleVariable([ConstantVariable(k) for k in self._keys(tx)])
+        if name == "__len__" and not args:
+            return ConstantVariable(len(self._keys(tx)))
+        tx.unsupported(f"{name}() of {self.describe()}", category="unsupported call")
+
+    def describe(self) -> str:
+        return f"{self.cls.__qualname__}.__dict__"
