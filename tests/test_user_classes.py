@@ -899,3 +899,46 @@ def test_class_dict_missing_key_raises_like_eager():
         return x * Base.__dict__["nope"]
 
     check(f, T())
+
+
+class _Meta(type):
+    pass
+
+
+class WithMeta(metaclass=_Meta):
+    def __init__(self, v):
+        self.v = v
+
+
+class WithNew:
+    def __new__(cls, v):
+        obj = super().__new__(cls)
+        obj.v = v
+        return obj
+
+
+class SelfIterator:
+    def __init__(self):
+        self.i = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        self.i += 1
+        if self.i > 3:
+            raise StopIteration
+        return self.i
+
+
+@pytest.mark.parametrize("make, why", [
+    (lambda x: WithMeta(2).v * x, "its metaclass _Meta"),
+    (lambda x: WithNew(2).v * x, "it defines __new__"),
+    (lambda x: sum(SelfIterator()) * x, "iterator objects with a __next__ method are not traced"),
+], ids=["metaclass", "custom __new__", "__next__ iterator"])
+def test_unsupported_constructs_run_eagerly_and_say_why(make, why):
+    import bytegraph
+
+    check(make, T())
+    with pytest.raises(bytegraph.Unsupported, match=why):
+        bytegraph.compile(make, fullgraph=True)(T())

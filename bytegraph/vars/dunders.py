@@ -155,8 +155,9 @@ def user_iter(tx, vt):
         tx.raise_user_error(TypeError(f"'{vt.python_type().__name__}' object is not iterable"))
     it = _call(tx, method, [vt])
     if not isinstance(it, IteratorVariable):
-        tx.unsupported(f"__iter__ returning {it.describe()}, which is not an iterator the tracer knows",
-                       category="unsupported iteration")
+        tx.unsupported(f"__iter__ of {vt.describe()} returns {it.describe()}: iterator objects with a "
+                       "__next__ method are not traced", category="unsupported iteration",
+                       hint="write __iter__ as a generator (with `yield`), or return iter(a_list)")
     return it
 
 

@@ -112,7 +112,8 @@ def construct_instance(tx, cls_vt, args, kwargs):
             tx.raise_user_error(e)
     if issubclass(cls, tuple) and hasattr(cls, "_fields") and cls.__new__ is not tuple.__new__:
         return _construct_namedtuple(tx, cls, args, kwargs)
-    if _plain_user_class(cls):
+    why_not = _not_plain_reason(cls)
+    if why_not is None:
         obj = NewObjectVariable(object.__new__(cls))
         init = class_lookup(cls, "__init__")[1]
         if isinstance(init, types.FunctionType):
@@ -122,8 +123,8 @@ def construct_instance(tx, cls_vt, args, kwargs):
         elif args or kwargs:
             tx.raise_user_error(TypeError(f"{cls.__name__}() takes no arguments"))
         return obj
-    tx.unsupported(f"creating an instance of {cls.__qualname__}", category="unsupported call",
-                   hint="objects of this class can be created outside the compiled function")
+    tx.unsupported(f"creating an instance of {cls.__qualname__} ({why_not})", category="unsupported call",
+                   hint="create the object outside the compiled function and pass it in")
 
 
 def _construct_namedtuple(tx, cls, args, kwargs):
@@ -389,23 +390,26 @@ def _instance_dict(obj):
     return d if type(d) is dict else None
 
 
-def _plain_user_class(cls: type) -> bool:
-    """A Python class whose instances are made by `object.__new__` and hold their state in
-    a plain instance `__dict__` (no slots, no metaclass; `__setattr__`/`__delattr__`, if
-    any, written in Python)."""
-    if type(cls) is not type or cls.__new__ is not object.__new__ or cls.__module__ == "builtins":
-        return False
-    for hook in ("__setattr__", "__delattr__"):
+def _not_plain_reason(cls: type) -> str | None:
+    """None for a Python class whose instances are made by `object.__new__` and hold their
+    state in a plain instance `__dict__` (no slots, no metaclass; `__init__`, `__setattr__`
+    and `__delattr__`, if any, written in Python); else why not, in words."""
+    if cls.__module__ == "builtins":
+        return "a builtin class without a known constructor"
+    if type(cls) is not type:
+        return f"its metaclass {type(cls).__qualname__} may customise creation"
+    if cls.__new__ is not object.__new__:
+        return "it defines __new__"
+    if issubclass(cls, (torch.nn.Module, torch.Tensor)):
+        return "modules and tensors are made outside the trace"
+    for hook in ("__setattr__", "__delattr__", "__init__"):
         fn = class_lookup(cls, hook)[1]
         if fn is not getattr(object, hook) and not isinstance(fn, types.FunctionType):
-            return False
+            return f"its {hook} is not written in Python"
     for klass in cls.__mro__[:-1]:
         if "__slots__" in klass.__dict__ or klass.__module__ == "builtins":
-            return False
-    if issubclass(cls, (torch.nn.Module, torch.Tensor)):
-        return False
-    init = class_lookup(cls, "__init__")[1]
-    return isinstance(init, types.FunctionType) or init is object.__init__
+            return f"{klass.__qualname__} defines __slots__ or is builtin"
+    return None
 
 
 class OpaqueCallableVariable(CallableValueVariable):
