@@ -3,8 +3,6 @@ equals eager (a guard fails and the frame recompiles, or a guard proves the old 
 right), and the `recompiles` log names the changed value and the user line that read it.
 
 Lines that read the value end in a marker comment so the tests can find their numbers."""
-import logging
-
 import pytest
 import torch
 from torch import nn
@@ -16,24 +14,9 @@ FILE = __file__
 G_SCALE = 2.0
 
 
-class _Records(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.messages = []
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
-
-
 @pytest.fixture
-def recompiles():
-    handler = _Records()
-    lg = logging.getLogger("bytegraph.recompiles")
-    lg.addHandler(handler)
-    bytegraph.set_logs("recompiles")
-    yield handler.messages
-    lg.removeHandler(handler)
-    bytegraph.set_logs()
+def recompiles(recompile_log):
+    return recompile_log.lines
 
 
 def run_twice(fn, make_args, mutate, recompiles, *, expect_recompile=True):
@@ -259,54 +242,37 @@ def test_module_training_flag_changed(recompiles):
     assert_names(recompiles, "training", "True", marker="# MB-MODULE")
 
 
-def _pair():
+def _swap_submodule(swap, recompiles, *, recompiled: bool):
+    """A Net (eval mode) eager and compiled; `swap(net)` replaces a submodule of both the
+    same way between two calls. Returns the recompile log messages."""
     torch.manual_seed(0)
     eager, comp = Net().eval(), Net().eval()
     comp.load_state_dict(eager.state_dict())
-    return eager, comp
+    bytegraph.reset()
+    counter = CompileCounter()
+    compiled = bytegraph.compile(comp, backend=counter)
+    x = torch.randn(4, 3)
+    assert_same(eager(x), compiled(x), "before the swap")
+    for net in (eager, comp):
+        torch.manual_seed(5)
+        swap(net)
+    assert_same(eager(x), compiled(x), "after the swap")
+    assert counter.frame_count == (2 if recompiled else 1)
+    return list(recompiles)
 
 
 def test_submodule_swapped_for_another_type(recompiles):
-    eager, comp = _pair()
-    bytegraph.reset()
-    counter = CompileCounter()
-    compiled = bytegraph.compile(comp, backend=counter)
-    x = torch.randn(4, 3)
-    assert_same(eager(x), compiled(x), "before the swap")
-    eager.act = nn.Tanh()
-    comp.act = nn.Tanh()
-    assert_same(eager(x), compiled(x), "after the swap")
-    assert counter.frame_count == 2
-    assert_names(recompiles, "act", marker="# MB-MODULE")
+    messages = _swap_submodule(lambda net: setattr(net, "act", nn.Tanh()), recompiles, recompiled=True)
+    assert_names(messages, "act", marker="# MB-MODULE")
 
 
 def test_submodule_swapped_for_same_type_with_other_weights(recompiles):
-    eager, comp = _pair()
-    bytegraph.reset()
-    counter = CompileCounter()
-    compiled = bytegraph.compile(comp, backend=counter)
-    x = torch.randn(4, 3)
-    assert_same(eager(x), compiled(x), "before the swap")
-    torch.manual_seed(5)
-    eager.lin = nn.Linear(3, 3)
-    comp.lin = nn.Linear(3, 3)
-    comp.lin.load_state_dict(eager.lin.state_dict())
-    assert_same(eager(x), compiled(x), "after the swap")
-    assert counter.frame_count == 1  # parameters are graph inputs read through their sources
-    assert recompiles == []
+    # parameters are graph inputs read through their sources: the old entry stays right
+    messages = _swap_submodule(lambda net: setattr(net, "lin", nn.Linear(3, 3)), recompiles, recompiled=False)
+    assert messages == []
 
 
-def test_submodule_swapped_for_different_shape(recompiles):
-    eager, comp = _pair()
-    bytegraph.reset()
-    counter = CompileCounter()
-    compiled = bytegraph.compile(comp, backend=counter)
-    x = torch.randn(4, 3)
-    assert_same(eager(x), compiled(x), "before the swap")
-    torch.manual_seed(5)
-    eager.lin = nn.Linear(3, 3, bias=False)
-    comp.lin = nn.Linear(3, 3, bias=False)
-    comp.lin.load_state_dict(eager.lin.state_dict())
-    assert_same(eager(x), compiled(x), "after the swap")
-    assert counter.frame_count == 2
-    assert len(recompiles) == 1 and "lin" in recompiles[0], recompiles
+def test_submodule_swapped_for_one_without_bias(recompiles):
+    messages = _swap_submodule(lambda net: setattr(net, "lin", nn.Linear(3, 3, bias=False)), recompiles,
+                               recompiled=True)
+    assert len(messages) == 1 and "lin" in messages[0], messages

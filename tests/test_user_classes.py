@@ -430,17 +430,18 @@ def test_inheritance_three_deep_created_inside():
     check(f, T(), graphs=1, fullgraph=True)
 
 
+class Acc:
+    def __init__(self):
+        self.total = 0
+        self.seen = []
+
+    def add(self, v):
+        self.total = self.total + v
+        self.seen.append(v)
+        return self
+
+
 def test_object_created_mutated_by_method():
-    class Acc:
-        def __init__(self):
-            self.total = 0
-            self.seen = []
-
-        def add(self, v):
-            self.total = self.total + v
-            self.seen.append(v)
-            return self
-
     def f(x):
         a = Acc()
         a.add(x).add(x * 2)
@@ -450,15 +451,6 @@ def test_object_created_mutated_by_method():
 
 
 def test_argument_object_mutated_by_method():
-    class Acc:
-        def __init__(self):
-            self.total = 0
-            self.seen = []
-
-        def add(self, v):
-            self.total = self.total + v
-            self.seen.append(v)
-
     def f(x, a):
         a.add(x)
         a.add(2)
