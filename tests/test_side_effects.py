@@ -827,6 +827,76 @@ def test_pop_then_reinsert_same_tensor():
     check(f, tl(), graphs=0)
 
 
+# ----------------------------------------------------------------------------- iterators passed in
+
+def _consume_and_compare(fn, make_args):
+    """Run `fn` eagerly and compiled on fresh tuple iterators; outputs and what is left
+    in every iterator afterwards must agree."""
+    eager_args, comp_args = make_args(), make_args()
+    expected = fn(*eager_args)
+    got = bytegraph.compile(fn)(*comp_args)
+    assert_same(expected, got)
+    for e, c in zip(eager_args, comp_args):
+        if type(e) is type(iter(())):
+            assert_same(list(e), list(c), "items left in the iterator")
+
+
+def _tensor_iterator():
+    return iter(tuple(torch.arange(3.0) + i for i in range(4)))
+
+
+def test_tuple_iterator_passed_in_is_advanced():
+    def f(it, x):
+        return next(it) + x
+
+    _consume_and_compare(f, lambda: (_tensor_iterator(), torch.ones(3)))
+
+
+def test_one_tuple_iterator_reached_twice_is_one_iterator():
+    def f(a, b, x):
+        y = next(a)
+        return y + x, list(b)
+
+    def args():
+        it = _tensor_iterator()
+        return it, it, torch.ones(3)
+
+    _consume_and_compare(f, args)
+
+
+def test_tuple_iterator_advanced_before_a_break():
+    def f(it, x):
+        y = next(it) * x
+        print("between")
+        return y + next(it)
+
+    _consume_and_compare(f, lambda: (_tensor_iterator(), torch.ones(3)))
+
+
+def test_loop_over_graph_tensors_with_a_break_resumes():
+    def f(x):
+        out = []
+        for t in [x + 1, x * 2]:
+            print("item")
+            out.append(t.sin())
+        return out
+
+    r = check(f, torch.randn(3, requires_grad=True))
+    assert r.counter.frame_count >= 2  # resumed, not the whole frame run eagerly
+
+
+def test_loop_iterator_also_held_in_a_local_across_a_break():
+    def f(x):
+        it = iter([x + 1, x + 2, x + 3, x + 4])
+        out = []
+        for t in it:
+            print("item")
+            out.append(t + next(it))
+        return out
+
+    check(f, torch.randn(3, requires_grad=True))
+
+
 # ----------------------------------------------------------------------------- several calls
 
 def _run_calls(fn, make_args, calls, setup=_setup, state=_state):

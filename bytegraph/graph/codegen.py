@@ -158,10 +158,11 @@ def _built_once(vt) -> bool:
     from ..vars.containers import BaseListVariable, DictVariable, SetVariable, SizeVariable
     from ..vars.functions import (BoundMethodVariable, CellVariable, MethodObjectVariable, NestedFunctionVariable,
                                   PartialVariable)
+    from ..vars.iterators import ListIteratorVariable
     from ..vars.objects import UserObjectVariable
 
     if isinstance(vt, BoundMethodVariable):
         return not isinstance(vt, MethodObjectVariable) or vt.source is None
     return vt.source is None and isinstance(vt, (
         BaseListVariable, DictVariable, SetVariable, CellVariable, NestedFunctionVariable, PartialVariable,
-        UserObjectVariable)) and not isinstance(vt, SizeVariable)
+        UserObjectVariable, ListIteratorVariable)) and not isinstance(vt, SizeVariable)

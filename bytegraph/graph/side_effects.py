@@ -41,13 +41,17 @@ def _replace_set(s, new):
     s.update(new)
 
 
+def _advance_iterator(it, index):
+    it.__setstate__(index)
+
+
 class SideEffects:
     """Everything the traced code did to the caller's world, in O(1) per write."""
 
     __slots__ = ("mutated", "attr_objects", "globals", "cells", "by_id", "_keepalive", "writes")
 
     def __init__(self):
-        self.mutated: dict = {}        # id(container tracker) -> tracker (sourced list/dict/set)
+        self.mutated: dict = {}        # id(container tracker) -> tracker (sourced list/dict/set/iterator)
         self.attr_objects: dict = {}   # id(object tracker) -> tracker with pending `attrs`
         self.globals: dict = {}        # (id(globals dict), name) -> [globals_source, dict, name, value]
         self.cells: dict = {}          # id(cell tracker) -> sourced CellVariable written
@@ -122,6 +126,7 @@ class SideEffects:
     def _effects(self, cg):
         """(push operands, store) pairs, in the order the writes were first made."""
         from ..vars.containers import DictVariable, ListVariable, SetVariable
+        from ..vars.iterators import ListIteratorVariable
 
         for vt in self.mutated.values():
             if isinstance(vt, ListVariable):
@@ -130,6 +135,8 @@ class SideEffects:
                 yield _call_effect(cg, _replace_dict, vt, lambda vt=vt: _push_dict(cg, vt))
             elif isinstance(vt, SetVariable):
                 yield _call_effect(cg, _replace_set, vt, lambda vt=vt: cg.load_const(tuple(vt.items)))
+            elif isinstance(vt, ListIteratorVariable):
+                yield _call_effect(cg, _advance_iterator, vt, lambda vt=vt: cg.load_const(vt.index))
             else:  # pragma: no cover - only containers are logged here
                 raise AssertionError(f"cannot replay a mutation of {vt!r}")
         for vt in self.attr_objects.values():

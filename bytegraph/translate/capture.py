@@ -20,6 +20,7 @@ from ..graph.side_effects import SideEffects
 from ..guards.sources import ClosureSource, GlobalsDictSource, LocalSource
 from ..vars.containers import BaseListVariable, DictVariable
 from ..vars.functions import BoundMethodVariable, CellVariable, NestedFunctionVariable, PartialVariable
+from ..vars.iterators import ListIteratorVariable
 from ..vars.objects import DELETED, UserObjectVariable
 from ..vars.tensor import TensorVariable
 from ..vars.lazy_int import wrap_int
@@ -183,6 +184,9 @@ def _collect_graph_tensors(vt, outputs: list, index: dict, seen: set | None = No
             _collect_graph_tensors(item, outputs, index, seen)
     elif isinstance(vt, DictVariable):
         for item in vt.items.values():
+            _collect_graph_tensors(item, outputs, index, seen)
+    elif isinstance(vt, ListIteratorVariable):
+        for item in vt.items[vt.index:]:
             _collect_graph_tensors(item, outputs, index, seen)
     elif isinstance(vt, CellVariable):
         if vt.known_contents() is not None:

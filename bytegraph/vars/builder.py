@@ -54,7 +54,7 @@ def wrap(tx, value, source=None, guard: bool = True) -> VariableTracker:
     return vt
 
 
-_IDENTITY_TRACKED = (ListVariable, DictVariable, SetVariable, UserObjectVariable)
+_IDENTITY_TRACKED = (ListVariable, DictVariable, SetVariable, UserObjectVariable, ListIteratorVariable)
 
 
 def _guard(tx, do_guard: bool, kind: GuardKind, source, expected=None) -> None:

@@ -33,8 +33,9 @@ class IteratorVariable(VariableTracker):
 
 
 class ListIteratorVariable(IteratorVariable):
-    """An iterator over known items. Rebuilt at a graph break as `iter((remaining...))`:
-    for-loop iterators live only on the frame's stack, so a fresh one is equivalent."""
+    """An iterator over known items: a real tuple iterator (with a source: advancing it is
+    a side effect, replayed as `it.__setstate__(index)`), or one made during tracing,
+    rebuilt once per residual code as `iter((remaining...))`."""
 
     __slots__ = ("items", "index")
 
@@ -44,6 +45,9 @@ class ListIteratorVariable(IteratorVariable):
         self.index = 0
 
     def reconstruct(self, cg) -> None:
+        if self.source is not None:
+            self.source.reconstruct(cg)
+            return
         cg.push_null()
         cg.load_const(iter)
         for item in self.items[self.index:]:
@@ -56,6 +60,8 @@ class ListIteratorVariable(IteratorVariable):
             return None
         item = self.items[self.index]
         self.index += 1
+        if self.source is not None:
+            tx.output.side_effects.mutate(self)
         return item
 
 
