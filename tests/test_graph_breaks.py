@@ -234,7 +234,8 @@ def test_three_different_kinds_with_random():
         w = z + z.sum().item()
         return w
 
-    check(f, T(3, grad=True), graphs=3, setup=_seed_random)
+    # [exp] | random | [mul] | print | the rest runs eagerly (_ITEM_RESUME), its graph never compiled
+    check(f, T(3, grad=True), graphs=2, setup=_seed_random)
 
 
 def test_only_breaks_no_tensor_work():

@@ -110,10 +110,10 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
     output.current_tx = tx
     cg = PyCodegen(tx, code, tx.inst.lineno or code.co_firstlineno)
     if brk is not None:
-        names = []
+        outputs = []
 
         def emit_graph_call(cg, values):
-            names.append(_emit_graph_call(cg, output, values, fn, backend))
+            outputs.extend(_graph_outputs(cg, output, values))
 
         def restore_world(cg):
             output.side_effects.replay(cg)
@@ -125,8 +125,12 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
                 cg.pop_top()
 
         emit_break(cg, tx, fn, compile_fn, emit_graph_call, restore_world)
-        return _transformed_function(cg, fn), cg.graph_module, names[0], brk
-    graph_name = _emit_graph_call(cg, output, result, fn, backend)
+        # The graph is compiled only now that the residual code is known to be possible.
+        residual, cg.instructions = cg.instructions, []
+        graph_name = _emit_graph_call(cg, output, outputs, fn, backend)
+        cg.instructions += residual
+        return _transformed_function(cg, fn), cg.graph_module, graph_name, brk
+    graph_name = _emit_graph_call(cg, output, _graph_outputs(cg, output, result), fn, backend)
     cg.reconstruct(result)
     output.side_effects.replay(cg)  # Note [Side-effect replay]: after the return value is loaded
     cg.return_value()
@@ -142,13 +146,19 @@ def _transformed_function(cg: PyCodegen, fn: types.FunctionType) -> types.Functi
     return new_fn
 
 
-def _emit_graph_call(cg: PyCodegen, output: OutputGraph, result, fn, backend) -> str | None:
-    """Compile the graph (if it has any op) and emit the call to it; returns its global name."""
-    graph = output.graph
+def _graph_outputs(cg: PyCodegen, output: OutputGraph, result) -> list:
+    """The graph-computed tensors residual code needs (`result`'s, then those the side-effect
+    replay writes), each given its slot in the graph's output tuple (`cg.graph_outputs`)."""
     outputs = []
     _collect_graph_tensors(result, outputs, cg.graph_outputs)
     for vt in output.side_effects.values():
         _collect_graph_tensors(vt, outputs, cg.graph_outputs)
+    return outputs
+
+
+def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, fn, backend) -> str | None:
+    """Compile the graph (if it has any op) and emit the call to it; returns its global name."""
+    graph = output.graph
     has_ops = any(node.op not in ("placeholder",) for node in graph.nodes)
     if not has_ops:
         return None
