@@ -42,6 +42,7 @@ class GraphBreak(Exception):
         self.user_stack = tuple(user_stack)
         self.guards = None  # the guards collected before the break (set by the capture)
         self.chain = ()  # ((code, instruction offset), ...) from the root frame to the breaking one
+        self.frames = ()  # the translators of `chain` (dropped once the capture has used them)
 
     def to_unsupported(self) -> Unsupported:
         return Unsupported(self.reason, self.location, self.hint, self.user_stack)

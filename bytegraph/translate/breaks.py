@@ -1,13 +1,17 @@
-"""Residual code for a graph break in the root frame.
+"""Residual code for a graph break.
 
-At a break before instruction `i` of the root frame the transformed code: calls the
-graph captured so far, replays pending side effects, restores the live locals and the
-stack as eager would have them, then either
+At a break before instruction `i` of the breaking frame the transformed code: calls the
+graph captured so far, replays pending side effects, loads the breaking frame's stack
+and live locals as eager would have them, then either
 - runs instruction `i` itself eagerly and calls the resume function(s) for the rest
   (Note [Resume function signature]); a jump on a tensor gets one resume function per
   branch; or,
-- when `i` lies inside a `try`/`with` block, jumps into a copy of the original body at
-  `i` so the user's handlers stay in force (the rest of that frame then runs eagerly).
+- when `i` lies inside a `try`/`with` block of the root frame, jumps into a copy of the
+  original body at `i` so the user's handlers stay in force (the rest of that frame then
+  runs eagerly).
+When the breaking frame was inlined into calls (a nested break), the calls waiting for
+its result continue in a continuation (Note [Continuations]) that the residual code
+calls with the breaking frame's resume arguments and every waiting call's arguments.
 A user function called by the breaking CALL is replaced by its bytegraph-compiled
 wrapper, so its own prefix and suffix are captured too.
 """
@@ -18,8 +22,10 @@ import types
 from bytecode import Instr, Label
 
 from .._bytecode.analysis import handlers, live_locals
+from ..guards.sources import ObjectSource
 from ..vars.containers import TupleVariable
 from ..vars.functions import BoundMethodVariable, UserFunctionVariable
+from .continuation import make_continuation, waiting_calls
 from .ops_stack import NULL
 from .translator import is_traceable
 from .resume import body_with_label, make_resume_function, original_instr
@@ -37,6 +43,7 @@ _CONDITIONAL_JUMPS = {
     "POP_JUMP_FORWARD_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE",
     "POP_JUMP_BACKWARD_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE",
 }
+_NOT_RESUMED_FLAGS = 0x20 | 0x80 | 0x100 | 0x200  # generators and coroutines
 
 
 def _effect(inst) -> tuple[int, int] | None:
@@ -67,18 +74,77 @@ def resumable_reason(tx) -> str | None:
     return None
 
 
-def emit_break(cg, tx, fn, compile_fn, emit_graph_call, restore_world) -> None:
-    """Append to `cg` the residual code for a break before the root's current instruction.
+def nested_break(frames, fn) -> tuple[list, types.FunctionType] | None:
+    """For a break in `frames[-1]` inside calls inlined from `frames[:-1]` (root first;
+    `fn` is the root's function): the calls waiting for the breaking frame's result, as
+    (resume function, trackers passed before the result, trackers after it), outermost
+    first, and the breaking frame's own function. None when the break cannot be resumed
+    there (the capture then breaks at the outermost call site, Note [Break markers])."""
+    calls = []
+    for depth, (tx, callee_tx) in enumerate(zip(frames, frames[1:])):
+        inst, index = tx.inst, _index(tx)
+        if inst.opname != "CALL":
+            return None
+        keep = len(tx.snapshot_stack) - inst.arg - 2
+        callee = _called_function(tx.snapshot_stack[keep:])
+        code = callee_tx.code
+        if (callee is None or callee.get_code() is not code or code.co_cellvars
+                or code.co_flags & _NOT_RESUMED_FLAGS):
+            return None
+        if code.co_freevars and not isinstance(callee.source, ObjectSource):
+            return None  # guarded by code, not identity: its cells may differ at run time
+        waiting = waiting_calls(tx.code, index, tx.locals) if depth == 0 else None
+        if waiting is not None:  # the root is a continuation: its own waiting calls go on
+            calls += waiting
+        elif tx.code.co_cellvars or handlers(tx.code)[index] is not None:
+            return None
+        else:
+            kept = tx.snapshot_stack[:keep]
+            live = tuple(sorted(n for n in live_locals(tx.code, index + 1) if n in tx.locals))
+            resume = make_resume_function(fn, tx.code, index + 1, tuple(vt is NULL for vt in kept) + (False,), live)
+            calls.append((resume, [vt for vt in kept if vt is not NULL], [tx.locals[n] for n in live]))
+        fn = callee.fn
+    tx = frames[-1]
+    if (resumable_reason(tx) is not None or handlers(tx.code)[_index(tx)] is not None
+            or (tx.inst.opname == "STORE_GLOBAL" and tx.f_globals is not frames[0].f_globals)):
+        return None
+    return calls, fn
+
+
+def _called_function(slots: list) -> UserFunctionVariable | None:
+    """The user function a CALL with operands `slots` ([NULL or method, callable or self,
+    args...]) calls, if it is one (its call is inlined, its result is the CALL's result)."""
+    vt = slots[1] if slots[0] is NULL else slots[0]
+    if isinstance(vt, BoundMethodVariable):
+        vt = vt.fn
+    return vt if isinstance(vt, UserFunctionVariable) else None
+
+
+def _index(tx) -> int:
+    """Index of the frame's current instruction."""
+    inst = tx.inst
+    return tx.ip - 1 if tx.instructions[tx.ip - 1] is inst else tx.instructions.index(inst)
+
+
+def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) -> None:
+    """Append to `cg` the residual code for a break before the current instruction of
+    `tx`, the breaking frame (`fn` its function): the root frame, or a frame inlined into
+    the `waiting` calls (`nested_break`).
 
     Every value the eager code needs is loaded into a temporary first, then the world is
     restored (side-effect replay, grad mode), then locals and stack are set: so no value
     computed from a source reads it after a replayed write (Note [Side-effect replay])."""
     code, inst = tx.code, tx.inst
-    index = tx.ip - 1 if tx.instructions[tx.ip - 1] is inst else tx.instructions.index(inst)
+    index = _index(tx)
+    root = tx is cg.tx
     stack = list(tx.snapshot_stack)
     live = sorted(n for n in live_locals(code, index) if n in tx.locals)
-    values = [vt for vt in stack if vt is not NULL] + [tx.locals[n] for n in live]
+    waiting_values = [vt for _, before, after in waiting for vt in before + after]
+    values = waiting_values + [vt for vt in stack if vt is not NULL] + [tx.locals[n] for n in live]
     emit_graph_call(cg, TupleVariable(values))
+    for i, vt in enumerate(waiting_values):
+        cg.reconstruct(vt)
+        cg.store_fast(_waiting_temp(i))
     callable_slot = _callable_slot(inst, stack)
     for slot, vt in enumerate(stack):
         if vt is not NULL:
@@ -91,15 +157,16 @@ def emit_break(cg, tx, fn, compile_fn, emit_graph_call, restore_world) -> None:
         cg.reconstruct(tx.locals[name])
         cg.store_fast(_local_temp(name))
     restore_world(cg)
-    for name in live:
-        cg.load_fast(_local_temp(name))
-        cg.store_fast(name)
-    if handlers(code)[index] is not None:
-        _push_slots(cg, stack, 0)
-        body, label = body_with_label(code, index)
-        cg.instructions.append(Instr("JUMP_FORWARD", label))
-        cg.instructions.extend(body)
-        return
+    if root:
+        for name in live:
+            cg.load_fast(_local_temp(name))
+            cg.store_fast(name)
+        if handlers(code)[index] is not None:
+            _push_slots(cg, stack, 0)
+            body, label = body_with_label(code, index)
+            cg.instructions.append(Instr("JUMP_FORWARD", label))
+            cg.instructions.extend(body)
+            return
     # The slots the instruction consumes are pushed; the others stay in their temporaries
     # (a NULL among them is re-pushed by the resume function: CPython cannot pop a NULL).
     pops, pushes = _effect(inst)
@@ -109,18 +176,19 @@ def emit_break(cg, tx, fn, compile_fn, emit_graph_call, restore_world) -> None:
     if inst.opname in _CONDITIONAL_JUMPS:
         other = Label()
         cg.instructions.append(Instr(_CONDITIONAL_JUMPS[inst.opname], other, lineno=cg.lineno))
-        _call_resume(cg, tx, fn, index + 1, after, compile_fn)
+        _call_rest(cg, tx, fn, index + 1, after, waiting, compile_fn)
         cg.instructions.append(other)
-        _call_resume(cg, tx, fn, inst.target, after, compile_fn)
+        _call_rest(cg, tx, fn, inst.target, after, waiting, compile_fn)
         return
     if inst.opname == "CALL":
         if tx.snapshot_kw_names:
             cg.instructions.append(Instr("KW_NAMES", tx.snapshot_kw_names, lineno=cg.lineno))
         cg.instructions.append(Instr("PRECALL", inst.arg, lineno=cg.lineno))
-    cg.instructions.append(original_instr(code, index))
+    instr = original_instr(code, index)
+    cg.instructions.append(instr if root else Instr(instr.name, instr.arg, lineno=cg.lineno))
     for slot in reversed(range(keep, keep + pushes)):
         cg.store_fast(_stack_temp(slot))
-    _call_resume(cg, tx, fn, index + 1, after, compile_fn)
+    _call_rest(cg, tx, fn, index + 1, after, waiting, compile_fn)
 
 
 def _push_slots(cg, stack: list, start: int) -> None:
@@ -133,6 +201,11 @@ def _push_slots(cg, stack: list, start: int) -> None:
 
 def _local_temp(name: str) -> str:
     return f"__bg_break_local_{name}"
+
+
+def _waiting_temp(i: int) -> str:
+    """Temporary of the `i`th argument of the calls waiting at a nested break."""
+    return f"__bg_break_waiting_{i}"
 
 
 def _stack_temp(slot: int) -> str:
@@ -173,14 +246,20 @@ def _compiled_at_runtime(cg, fn_vt, compile_fn) -> None:
     cg.call(1)
 
 
-def _call_resume(cg, tx, fn, index: int, null_slots: list, compile_fn) -> None:
-    """`return resume(stack temporaries..., live locals...)` (Note [Resume function signature])."""
+def _call_rest(cg, tx, fn, index: int, null_slots: list, waiting: list, compile_fn) -> None:
+    """`return resume(stack temporaries..., live locals...)` (Note [Resume function signature]),
+    or at a nested break `return continuation(waiting calls' arguments..., the same...)`
+    (Note [Continuations])."""
     code = tx.code
     live = tuple(sorted(n for n in live_locals(code, index) if n in tx.locals))
-    resume = compile_fn(make_resume_function(fn, code, index, tuple(null_slots), live))
+    resume = make_resume_function(fn, code, index, tuple(null_slots), live)
+    args = [_stack_temp(s) for s, is_null in enumerate(null_slots) if not is_null]
+    args += live if tx is cg.tx else [_local_temp(n) for n in live]
+    if waiting:
+        resume = make_continuation(tuple((r, len(before)) for r, before, _ in waiting), resume)
+        args = [_waiting_temp(i) for i in range(sum(len(b) + len(a) for _, b, a in waiting))] + args
     cg.push_null()
-    cg.load_const(resume)
-    args = [_stack_temp(s) for s, is_null in enumerate(null_slots) if not is_null] + list(live)
+    cg.load_const(compile_fn(resume))
     for name in args:
         cg.load_fast(name)
     cg.call(len(args))

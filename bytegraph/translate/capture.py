@@ -24,7 +24,8 @@ from ..vars.iterators import ListIteratorVariable
 from ..vars.objects import DELETED, UserObjectVariable
 from ..vars.tensor import TensorVariable
 from ..vars.lazy_int import wrap_int
-from .breaks import emit_break, resumable_reason
+from .breaks import emit_break, nested_break, resumable_reason
+from .continuation import is_continuation_code
 from .resume import is_resume_code
 from .translator import Translator, mark_breaks
 
@@ -56,8 +57,10 @@ def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = Fa
 
     Returns a `Capture`; at a resumable graph break (not under `fullgraph`) the capture
     ends there and `Capture.graph_break` says why. Raises GraphBreak (nothing could be
-    captured), UserCodeRaisesError or InternalTracerError. A break inside an inlined call
-    restarts the capture once, breaking at the outermost call site (Note [Break markers]).
+    captured), UserCodeRaisesError or InternalTracerError. A break inside inlined calls
+    ends the capture there too, the callers continuing in a continuation (Note
+    [Continuations]); where that is impossible the capture restarts once, breaking at the
+    outermost call site (Note [Break markers]).
     """
     start = time.perf_counter()
     for attempt in (0, 1):
@@ -86,7 +89,7 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
     tx = Translator(code, fn.__globals__, GlobalsDictSource(), {}, {}, output)
     output.current_tx = tx
     with output.tracing():
-        resumed = is_resume_code(code)
+        resumed = is_resume_code(code) or is_continuation_code(code)
         for name, value in zip(argument_names(code), values):
             with output.guards_located_at_first_use(name):
                 if resumed and type(value) in (int, float):  # e.g. a timestamp carried across a break
@@ -100,12 +103,19 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
         try:
             result = tx.run()
         except GraphBreak as e:
-            if len(e.chain) > 1 or fullgraph or compile_fn is None:
+            frames, e.frames = e.frames, ()
+            if fullgraph or compile_fn is None:
                 raise
-            why_not = resumable_reason(tx)
-            if why_not is not None:
-                e.reason = f"{e.reason} (and {why_not}, so the frame runs eagerly)"
-                raise
+            if len(frames) > 1:
+                nested = nested_break(frames, fn)
+                if nested is None:
+                    raise  # capture() restarts, breaking at the outermost call site
+            else:
+                why_not = resumable_reason(tx)
+                if why_not is not None:
+                    e.reason = f"{e.reason} (and {why_not}, so the frame runs eagerly)"
+                    raise
+                nested = ([], fn)
             brk = e
     output.current_tx = tx
     cg = PyCodegen(tx, code, tx.inst.lineno or code.co_firstlineno)
@@ -124,7 +134,13 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
                 cg.call(1)
                 cg.pop_top()
 
-        emit_break(cg, tx, fn, compile_fn, emit_graph_call, restore_world)
+        waiting, breaking_fn = nested
+        try:
+            emit_break(cg, frames[-1], breaking_fn, waiting, compile_fn, emit_graph_call, restore_world)
+        except GraphBreak:
+            if len(frames) == 1:
+                raise
+            raise brk from None  # a value cannot be rebuilt: capture() restarts at the call site
         # The graph is compiled only now that the residual code is known to be possible.
         residual, cg.instructions = cg.instructions, []
         graph_name = _emit_graph_call(cg, output, outputs, fn, backend)

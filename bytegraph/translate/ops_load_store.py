@@ -8,6 +8,7 @@ import types
 from ..guards.sources import ObjectSource, global_source
 from ..vars.builder import wrap_constant
 from ..vars.constant import ConstantVariable
+from ..vars.functions import UserFunctionVariable
 from ..vars.lazy_int import wrap_int
 from ..vars.objects import DELETED
 from .ops_stack import NULL
@@ -39,6 +40,8 @@ class LoadStoreOps:
     def wrap_const(self, value):
         if isinstance(value, types.CodeType):
             return ConstantVariable(value)
+        if isinstance(value, types.FunctionType):  # generated code (continuations) calls functions it holds
+            return UserFunctionVariable(value)
         return wrap_constant(value)
 
     def LOAD_GLOBAL(self, inst):

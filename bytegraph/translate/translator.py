@@ -49,7 +49,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         self.kw_names: tuple = ()
         self.return_value = None
         self.yielded = None
-        self.snapshot_stack: list = []  # the root frame's stack before its current instruction
+        self.snapshot_stack: list = []  # the stack before the current instruction (for a break)
         self.snapshot_kw_names: tuple = ()
 
     # ---- running ---------------------------------------------------------------------
@@ -59,15 +59,13 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         dispatch = DISPATCH
         previous = self.output.current_tx
         self.output.current_tx = self
-        root = self.parent is None
         break_at = self.break_at
         try:
             while self.return_value is None and self.yielded is None:
                 inst = instructions[self.ip]
                 self.inst = inst
-                if root:
-                    self.snapshot_stack = list(self.stack)
-                    self.snapshot_kw_names = self.kw_names
+                self.snapshot_stack = list(self.stack)
+                self.snapshot_kw_names = self.kw_names
                 if break_at is not None and inst.offset in break_at:
                     self.break_at_marker(*break_at[inst.offset])
                 self.ip += 1
@@ -141,8 +139,8 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         self._raise_break(GraphBreak(reason, location, category, hint, user_stack))
 
     def _raise_break(self, brk: GraphBreak):
-        brk.chain = tuple(reversed([(tx.code, tx.inst.offset if tx.inst is not None else -1)
-                                    for tx in self._outward()]))
+        brk.frames = tuple(reversed(list(self._outward())))
+        brk.chain = tuple((tx.code, tx.inst.offset if tx.inst is not None else -1) for tx in brk.frames)
         raise brk
 
     def raise_user_error(self, exc: BaseException):
@@ -192,11 +190,13 @@ def is_traceable(fn) -> bool:
 
 
 # Note [Break markers]
-# A graph break inside an inlined call cannot be resumed inside the callee: the capture
-# restarts and breaks at the outermost call site instead. The (code, offset) of every
-# frame on the way is remembered here with the reason, so the restarted capture and the
-# later captures of the callees (run through bytegraph by the residual code) break at
-# their call sites at once instead of rediscovering the break. Cleared by `reset()`.
+# A graph break inside an inlined call that cannot be resumed where it happens (Note
+# [Continuations]: a caller inside `try`, a callee with a closure guarded by code only,
+# a value that cannot be rebuilt...) restarts the capture, which then breaks at the
+# outermost call site. The (code, offset) of every frame on the way is remembered here
+# with the reason, so the restarted capture and the later captures of the callees (run
+# through bytegraph by the residual code) break at their call sites at once instead of
+# rediscovering the break. Cleared by `reset()`.
 BREAK_MARKERS: dict = {}
 
 
