@@ -110,3 +110,19 @@ def test_error_then_success_with_other_shape():
     assert str(ce.value) == str(ee.value)
     x = torch.randn(6)
     assert_same(f(x), cf(x), "valid shape after an error")
+
+
+def test_shape_error_logs_nothing_from_torch_fake_tensors():
+    import io
+    import logging
+
+    log = logging.getLogger("torch._subclasses.fake_tensor")
+    handler = logging.StreamHandler(out := io.StringIO())
+    log.addHandler(handler)
+    try:
+        with pytest.raises(RuntimeError):
+            bytegraph.compile(lambda x, y: x @ y)(torch.randn(2, 3), torch.randn(4, 5))
+    finally:
+        log.removeHandler(handler)
+    assert out.getvalue() == ""  # the eager run raises the user's error; no internal traceback
+    assert log.level == logging.NOTSET  # quieted only while a capture runs
