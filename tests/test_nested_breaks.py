@@ -3,9 +3,9 @@
 The capture that meets the break compiles everything before it (the caller's prefix and
 every inlined callee's prefix) as one graph; the breaking instruction runs eagerly; one
 continuation then runs the rest of every frame, innermost first, as one more capture.
-When that is impossible (a frame inside `try`, a callee with a closure, a value that
-cannot be rebuilt) the capture restarts and breaks at the outermost call site instead.
-Every test is differential (``helpers.check``: outputs, gradients, printed output,
+When that is impossible (a frame inside `try`, a `partial`, a value that cannot be
+rebuilt) the capture restarts and breaks at the outermost call site instead.
+A module call without hooks counts as a call of its `forward`. Every test is differential (``helpers.check``: outputs, gradients, printed output,
 mutated arguments, no recompile on a second call).
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 import torch
 
 import bytegraph
-from helpers import CompileCounter, check, check_calls
+from helpers import CompileCounter, check, check_calls, check_sequence
 
 COUNTS = []
 
@@ -156,7 +156,7 @@ def test_recursion_breaking_at_the_bottom():
     check(f, T(3, grad=True), graphs=2)
 
 
-def test_recursive_closure_breaks_at_the_call_site():
+def test_recursive_closure_resumes_in_place():
     def down_closure(x, n):
         if n == 0:
             print("bottom")
@@ -166,7 +166,7 @@ def test_recursive_closure_breaks_at_the_call_site():
     def f(x):
         return down_closure(x, 3)
 
-    check(f, T(3, grad=True))
+    check(f, T(3, grad=True), graphs=2)
 
 
 def test_breaking_callee_in_a_loop_converges():
@@ -254,7 +254,7 @@ def test_global_written_in_callee_around_the_break():
     check(f, T(3, grad=True), setup=setup, state=lambda: G_STEP, graphs=2)
 
 
-def test_decorated_callee_breaks_at_the_call_site():
+def test_decorated_callee_resumes_in_place():
     def deco(fn):
         def wrapper(*args, **kwargs):
             return fn(*args, **kwargs) + 1
@@ -268,7 +268,21 @@ def test_decorated_callee_breaks_at_the_call_site():
     def f(x):
         return helper(x.sin()).cos()
 
-    check(f, T(3, grad=True))
+    check(f, T(3, grad=True), graphs=2)  # [sin] | print | [mul, add, cos]
+
+
+def make_scaler(k):
+    def scale(x):
+        print("scale", k)
+        return x * k
+    return scale
+
+
+def test_new_closure_per_call_is_not_baked_in():
+    def f(x, fn):
+        return fn(x + 1) - 1
+
+    check_sequence(f, [(T(3), make_scaler(2.0)), (T(3), make_scaler(3.0)), (T(3), make_scaler(-1.0))])
 
 
 def test_partial_callee_breaks_at_the_call_site():
@@ -389,7 +403,7 @@ def test_caller_inside_try_breaks_at_the_call_site():
     check(f, T(3, grad=True))
 
 
-def test_callee_with_closure_breaks_at_the_call_site():
+def test_callee_with_closure_resumes_in_place():
     k = 3
 
     def helper(x):
@@ -399,7 +413,7 @@ def test_callee_with_closure_breaks_at_the_call_site():
     def f(x):
         return helper(x.sin()) + 1
 
-    check(f, T(3, grad=True))
+    check(f, T(3, grad=True), graphs=2)
 
 
 def test_callee_inside_with_block_of_its_caller():
@@ -409,3 +423,59 @@ def test_callee_inside_with_block_of_its_caller():
         return y + x
 
     check(f, T(3, grad=True))
+
+
+# ---------------------------------------------------------------------------- modules
+
+
+class Printing(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.lin(x).relu()
+        print("Printing", tuple(h.shape))
+        return h + x
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.BatchNorm1d(4)
+        self.body = torch.nn.Sequential(torch.nn.Linear(4, 4), Printing(), torch.nn.Tanh())
+        self.head = torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.head(self.body(self.norm(x)))
+
+
+def test_break_in_a_module_inside_sequential_in_train_mode():
+    torch.manual_seed(0)
+
+    def f(m, x):
+        return m(x).sum(dim=1)
+
+    check(f, Net(), T(3, 4, grad=True), graphs=2)  # batch-norm stats update before the break
+    assert explain_counts(f, Net(), T(3, 4))[:2] == (2, 1)
+
+
+def test_compiled_module_with_breaking_submodule_resumes_in_place():
+    torch.manual_seed(0)
+    net, x = Net().eval(), T(3, 4)
+    counter = CompileCounter()
+    compiled = bytegraph.compile(net, backend=counter)
+    torch.testing.assert_close(compiled(x), net(x))
+    torch.testing.assert_close(compiled(x), net(x))
+    assert counter.frame_count == 2
+
+
+def test_module_with_a_forward_hook_breaks_at_the_call_site():
+    torch.manual_seed(0)
+    net = Net()
+    net.body[1].register_forward_hook(lambda mod, args, out: out * 2)
+
+    def f(m, x):
+        return m(x)
+
+    check(f, net, T(3, 4, grad=True))

@@ -22,9 +22,11 @@ import types
 from bytecode import Instr, Label
 
 from .._bytecode.analysis import handlers, live_locals
+from ..guards.guard import Guard, GuardKind
 from ..guards.sources import ObjectSource
 from ..vars.containers import TupleVariable
 from ..vars.functions import BoundMethodVariable, UserFunctionVariable
+from ..vars.nn_module import NNModuleVariable
 from .continuation import make_continuation, waiting_calls
 from .ops_stack import NULL
 from .translator import is_traceable
@@ -82,17 +84,11 @@ def nested_break(frames, fn) -> tuple[list, types.FunctionType] | None:
     there (the capture then breaks at the outermost call site, Note [Break markers])."""
     calls = []
     for depth, (tx, callee_tx) in enumerate(zip(frames, frames[1:])):
-        inst, index = tx.inst, _index(tx)
-        if inst.opname != "CALL":
+        index = _index(tx)
+        keep = _call_operands_start(tx)
+        callee = None if keep is None else _inlined_function(tx, tx.snapshot_stack[keep:], callee_tx.code)
+        if callee is None:
             return None
-        keep = len(tx.snapshot_stack) - inst.arg - 2
-        callee = _called_function(tx.snapshot_stack[keep:])
-        code = callee_tx.code
-        if (callee is None or callee.get_code() is not code or code.co_cellvars
-                or code.co_flags & _NOT_RESUMED_FLAGS):
-            return None
-        if code.co_freevars and not isinstance(callee.source, ObjectSource):
-            return None  # guarded by code, not identity: its cells may differ at run time
         waiting = waiting_calls(tx.code, index, tx.locals) if depth == 0 else None
         if waiting is not None:  # the root is a continuation: its own waiting calls go on
             calls += waiting
@@ -103,7 +99,7 @@ def nested_break(frames, fn) -> tuple[list, types.FunctionType] | None:
             live = tuple(sorted(n for n in live_locals(tx.code, index + 1) if n in tx.locals))
             resume = make_resume_function(fn, tx.code, index + 1, tuple(vt is NULL for vt in kept) + (False,), live)
             calls.append((resume, [vt for vt in kept if vt is not NULL], [tx.locals[n] for n in live]))
-        fn = callee.fn
+        fn = callee
     tx = frames[-1]
     if (resumable_reason(tx) is not None or handlers(tx.code)[_index(tx)] is not None
             or (tx.inst.opname == "STORE_GLOBAL" and tx.f_globals is not frames[0].f_globals)):
@@ -111,13 +107,39 @@ def nested_break(frames, fn) -> tuple[list, types.FunctionType] | None:
     return calls, fn
 
 
-def _called_function(slots: list) -> UserFunctionVariable | None:
-    """The user function a CALL with operands `slots` ([NULL or method, callable or self,
-    args...]) calls, if it is one (its call is inlined, its result is the CALL's result)."""
-    vt = slots[1] if slots[0] is NULL else slots[0]
+def _call_operands_start(tx) -> int | None:
+    """Where the operands of the frame's current call start on its stack (the NULL or
+    method slot); None if the current instruction is not a call."""
+    inst, stack = tx.inst, tx.snapshot_stack
+    if inst.opname == "CALL":
+        return len(stack) - inst.arg - 2
+    if inst.opname == "CALL_FUNCTION_EX":
+        start = len(stack) - 3 - (inst.arg & 1)
+        return start if stack[start] is NULL else None
+    return None
+
+
+def _inlined_function(tx, operands: list, code) -> types.FunctionType | None:
+    """The real function whose frame, with code `code`, the call with `operands` ([NULL or
+    method, callable or self, ...]) inlined directly, so the frame's result is the call's
+    result; None if there is none, or its frame cannot be resumed on its own. A function
+    with free variables must be this very object at run time (its cells are baked into
+    the resume function): guarded by identity unless it already is a constant."""
+    vt = operands[1] if operands[0] is NULL else operands[0]
     if isinstance(vt, BoundMethodVariable):
         vt = vt.fn
-    return vt if isinstance(vt, UserFunctionVariable) else None
+    if isinstance(vt, UserFunctionVariable):
+        fn = vt.fn
+    elif isinstance(vt, NNModuleVariable):  # a module call without hooks inlines its forward
+        fn = getattr(type(vt.value), "forward", None)
+    else:
+        return None
+    if (not isinstance(fn, types.FunctionType) or fn.__code__ is not code or code.co_cellvars
+            or code.co_flags & _NOT_RESUMED_FLAGS):
+        return None
+    if code.co_freevars and isinstance(vt, UserFunctionVariable) and not isinstance(vt.source, ObjectSource):
+        tx.output.add_guard(Guard(GuardKind.ID_MATCH, vt.source, fn, tx.location()))
+    return fn
 
 
 def _index(tx) -> int:
