@@ -1,4 +1,5 @@
 """Guards and recompiles, counted with CompileCounter; every call is also compared with eager."""
+import sys
 import warnings
 
 import torch
@@ -175,6 +176,32 @@ def test_other_module_global_rebound(monkeypatch):
     assert_same(f(x), cf(x), "after changing other_module.SCALE")
     monkeypatch.setattr(other_module, "WEIGHT", torch.zeros(4))
     assert_same(f(x), cf(x), "after changing other_module.WEIGHT")
+
+
+def deep_helper(x):
+    return x * 2
+
+
+def deep_mid(x):
+    return deep_helper(x) + 1
+
+
+def deep_top(x):
+    return deep_mid(x) - 1
+
+
+def test_global_read_two_calls_deep_is_guarded_through_the_module_globals(monkeypatch):
+    # Note [Globals sources]: deep_helper is read as G['deep_helper'], not through
+    # deep_top.__globals__['deep_mid'].__globals__; replacing it must still recompile.
+    def f(x, fn):
+        return deep_top(x) + fn(x)
+
+    cf, cnt = compile_counted(f)
+    x = torch.randn(3)
+    assert_same(f(x, deep_mid), cf(x, deep_mid), "first")
+    monkeypatch.setattr(sys.modules[__name__], "deep_helper", lambda t: t - 100)
+    assert_same(f(x, deep_mid), cf(x, deep_mid), "after replacing deep_helper")
+    assert cnt.frame_count == 2
 
 
 def test_global_function_replaced(monkeypatch):

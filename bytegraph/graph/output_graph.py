@@ -38,6 +38,8 @@ class OutputGraph:
         self.guards: dict = {}
         self.first_use: dict = {}  # root argument/cell name -> keys of guards made when wrapping it
         self.inputs: list = []  # (source, TensorVariable, real tensor), in placeholder order
+        # id(globals dict) -> the first source that reached it (Note [Globals sources])
+        self.globals_sources: dict = {}
         self._input_by_id: dict = {}
         self.grad_enabled = torch.is_grad_enabled()
         self.initial_grad_enabled = self.grad_enabled

@@ -87,6 +87,7 @@ def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = Fa
 def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
     code = fn.__code__
     tx = Translator(code, fn.__globals__, GlobalsDictSource(), {}, {}, output)
+    output.globals_sources[id(fn.__globals__)] = tx.globals_source
     output.current_tx = tx
     with output.tracing():
         resumed = is_resume_code(code) or is_continuation_code(code)

@@ -85,6 +85,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
                              f"{code.co_qualname}", category="inline depth",
                              hint="raise bytegraph.config.inline_depth_limit or reduce recursion")
         f_globals, globals_src = fn_vt.globals_and_source()
+        globals_src = self.output.globals_sources.setdefault(id(f_globals), globals_src)
         module = f_globals.get("__name__", "") or ""
         if not _module_traceable(module):
             self.unsupported(f"call to {module}.{code.co_name}() is not traced (it does I/O or "
@@ -166,6 +167,14 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
     def new_cell(self, name: str, contents=None) -> CellVariable:
         return CellVariable(name, contents)
 
+
+# Note [Globals sources]
+# Every inlined function reads its globals through one source per globals dict: the
+# first that reached the dict (the root frame's `G` for its own module). A function is
+# guarded by its code and the identity of its `__globals__`, so once the guards hold,
+# every path to the same dict reaches the same dict: guards and residual code then spell
+# `G['helper']` instead of `G['f'].__globals__['g'].__globals__['helper']`, and a global
+# read at several depths is one guard.
 
 # Library modules whose functions do I/O, threading or keep global state: calling them
 # is a graph break (the call runs eagerly) instead of an attempt to inline them.
