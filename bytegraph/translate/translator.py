@@ -200,7 +200,7 @@ def is_traceable(fn) -> bool:
 
 # Note [Break markers]
 # A graph break inside an inlined call that cannot be resumed where it happens (Note
-# [Continuations]: a caller inside `try`, a callee with a closure guarded by code only,
+# [Continuations]: a caller inside `try`, a call through a `partial` or a hooked module,
 # a value that cannot be rebuilt...) restarts the capture, which then breaks at the
 # outermost call site. The (code, offset) of every frame on the way is remembered here
 # with the reason, so the restarted capture and the later captures of the callees (run
