@@ -10,9 +10,12 @@ mutated arguments, no recompile on a second call).
 """
 from __future__ import annotations
 
+import linecache
 import os
+import random
 import time
 
+import pytest
 import torch
 
 import bytegraph
@@ -479,3 +482,42 @@ def test_module_with_a_forward_hook_breaks_at_the_call_site():
         return m(x)
 
     check(f, net, T(3, 4, grad=True))
+
+
+# ---------------------------------------------------------------------------- fuzz
+
+_STEPS = ("x = x * 1.5 + k", "x = x.sin() + acc[-1]", "acc.append(x.sum())", "x = x - len(acc)",
+          "t = x.cos(); x = t * t")
+_BREAKS = ("print('break', len(acc))", "bytegraph.graph_break()", "os.getpid()")
+
+
+def _fuzz_source(seed: int) -> str:
+    """A chain root -> f1 -> ... -> fN; each level does a few steps, may break (before or
+    after calling the next level, whose result it uses in several ways) or branch on a tensor."""
+    r = random.Random(seed)
+    depth = r.randint(1, 5)
+    defs = []
+    for d in range(depth, 0, -1):
+        steps = [r.choice(_STEPS) for _ in range(r.randint(1, 3))]
+        if r.random() < 0.5:
+            steps.insert(r.randint(0, len(steps)), r.choice(_BREAKS))
+        if r.random() < 0.2:
+            steps.append("if x.sum() > 0:\n        x = x + 1\n    else:\n        x = x - 1")
+        if d < depth:
+            nxt = f"f{d + 1}"
+            steps.insert(r.randint(0, len(steps)), r.choice([
+                f"x = {nxt}(x, acc, k + 1)", f"x = x + {nxt}(x * 2, acc, k)",
+                f"y = [x, {nxt}(x, acc, k)]; x = y[0] * y[1]", f"x = {nxt}(x, acc, k=k) * k"]))
+        defs.append(f"def f{d}(x, acc, k):\n" + "".join(f"    {s}\n" for s in steps) + "    return x\n")
+    defs.append("def root(x, acc):\n    z = f1(x + 1, acc, 2)\n    acc.append(z.mean())\n    return z * 2, len(acc)\n")
+    return "\n".join(defs)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_fuzzed_chain_of_breaking_calls(seed):
+    src = _fuzz_source(seed)
+    filename = f"<nested break fuzz {seed}>"
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)  # for tracebacks
+    ns = {"os": os, "bytegraph": bytegraph}
+    exec(compile(src, filename, "exec"), ns)
+    check(ns["root"], torch.randn(3), [torch.tensor(0.5)], grads=False)
