@@ -7,6 +7,8 @@ True only if every clause holds; any exception while checking means "no match".
 """
 from __future__ import annotations
 
+import re
+
 from .guard import Guard
 from .sources import OBJECT_REFS
 
@@ -34,7 +36,7 @@ class CompiledGuards:
         binder = _Binder()
         self.clauses = [g.clause(binder) for g in guards]
         self.source = _render(self.clauses, argnames)
-        scope = _scope(binder.values, f_globals, closure)
+        scope = _scope(binder.values, f_globals, closure, self.source)
         exec(compile(self.source, "<bytegraph guards>", "exec"), scope)
         self.fn = scope["__bg_guard"]
         self._scope = scope
@@ -62,8 +64,11 @@ def _render(clauses: list[str], argnames: tuple[str, ...]) -> str:
             f"        return False\n")
 
 
-def _scope(values: dict, f_globals: dict, closure) -> dict:
+def _scope(values: dict, f_globals: dict, closure, source: str) -> dict:
     scope = {"__builtins__": __builtins__, "G": f_globals, "C": closure}
-    scope.update(OBJECT_REFS)
+    scope.update((name, OBJECT_REFS[name]) for name in set(_OBJECT_NAME.findall(source)))
     scope.update(values)
     return scope
+
+
+_OBJECT_NAME = re.compile(r"__bg_obj_\d+")  # ObjectSource.name()

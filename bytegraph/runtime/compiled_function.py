@@ -20,7 +20,7 @@ import weakref
 from .. import config
 from ..errors import GraphBreak, InternalTracerError, Unsupported, UserCodeRaisesError
 from ..guards.compile import CompiledGuards
-from ..guards.sources import LocalSource
+from ..guards.sources import OBJECT_REFS, LocalSource
 from ..translate.capture import argument_names, capture
 from ..translate.translator import BREAK_MARKERS
 from .logs import logger
@@ -266,3 +266,4 @@ def reset_all() -> None:
         state.reset()
     _callees.clear()
     BREAK_MARKERS.clear()
+    OBJECT_REFS.clear()  # compiled guard functions keep the objects they name
