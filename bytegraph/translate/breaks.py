@@ -6,26 +6,43 @@ and live locals as eager would have them, then either
 - runs instruction `i` itself eagerly and calls the resume function(s) for the rest
   (Note [Resume function signature]); a jump on a tensor gets one resume function per
   branch; or,
-- when `i` lies inside a `try`/`with` block of the root frame, jumps into a copy of the
-  original body at `i` so the user's handlers stay in force (the rest of that frame then
-  runs eagerly).
+- when `i` lies inside a `try`/`with` block of the root frame that cannot resume (Note
+  [Breaks inside blocks]), jumps into a copy of the original body at `i` so the user's
+  handlers stay in force (the rest of that frame then runs eagerly).
 When the breaking frame was inlined into calls (a nested break), the calls waiting for
 its result continue in a continuation (Note [Continuations]) that the residual code
 calls with the breaking frame's resume arguments and every waiting call's arguments.
 A user function called by the breaking CALL is replaced by its bytegraph-compiled
 wrapper, so its own prefix and suffix are captured too.
+
+Note [Breaks inside blocks]
+A break inside a `try`/`with` block of the root frame resumes like any other when the
+stack slots the innermost handler keeps (its depth) are for-loop iterators or grad-mode
+`with` exits (`WithExitVariable`, rebuilt as `RestoreGradMode`). The residual code
+pushes those slots, and runs the breaking instruction under an exception-table entry
+whose handler is the original one in a copy of the body appended after the residual
+code: if the instruction raises, the user's handler runs (and the rest of the frame
+eagerly), as in eager. Otherwise the slots are dropped and the resume function is
+called; it keeps the user's exception table (with the user's handler depths, see
+`make_code(given_handler_depths=True)`), so the handlers stay in force for the rest,
+and a grad-mode block's exit slot is wrapped back into a `WithExitVariable` by the
+tracer, so the block's end restores the mode inside the next graph. A block kept by
+another context manager (or a break inside an `except` body, whose kept slots hold the
+exception) keeps the body-copy path.
 """
 from __future__ import annotations
 
 import types
 
-from bytecode import Instr, Label
+from bytecode import Instr, Label, TryBegin, TryEnd
 
 from .._bytecode.analysis import cells_read_before_written, handlers, live_locals
 from .._bytecode.instructions import instructions_of
 from ..vars.containers import TupleVariable
 from ..vars.functions import BoundMethodVariable, UserFunctionVariable
+from ..vars.iterators import IteratorVariable
 from ..vars.nn_module import NNModuleVariable
+from ..vars.torch_functions import WithExitVariable
 from .continuation import make_continuation, waiting_calls
 from .ops_stack import NULL
 from .translator import is_traceable
@@ -210,13 +227,16 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
         cg.reconstruct(vt)
         cg.store_fast(_local_temp(name))
     restore_world(cg)
+    pops, pushes = _effect(inst)
+    keep = len(stack) - pops
+    handler = handlers(code)[index] if root else None
     if root:
         for name, _ in live:
             if name in tx.cells:  # passed as the cell itself (Note [Resumed cells])
                 continue
             cg.load_fast(_local_temp(name))
             cg.store_fast(name)
-        if handlers(code)[index] is not None:
+        if handler is not None and not _resumes_in_block(stack[:keep], handler.depth):
             _push_slots(cg, stack, 0)
             body, label = body_with_label(code, index)
             cg.instructions.append(Instr("JUMP_FORWARD", label))
@@ -224,26 +244,58 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
             return
     # The slots the instruction consumes are pushed; the others stay in their temporaries
     # (a NULL among them is re-pushed by the resume function: CPython cannot pop a NULL).
-    pops, pushes = _effect(inst)
-    keep = len(stack) - pops
+    block = handler and _enter_block(cg, stack, code, handler)
     _push_slots(cg, stack, keep)
     after = [vt is NULL for vt in stack[:keep]] + [False] * pushes
     if inst.opname in _CONDITIONAL_JUMPS:
         other = Label()
         cg.instructions.append(Instr(_CONDITIONAL_JUMPS[inst.opname], other, lineno=cg.lineno))
+        _leave_block(cg, block, handler)
         _call_rest(cg, tx, fn, index + 1, after, waiting, compile_fn)
         cg.instructions.append(other)
+        _leave_block(cg, None, handler)
         _call_rest(cg, tx, fn, inst.target, after, waiting, compile_fn)
-        return
-    if inst.opname == "CALL":
-        if tx.snapshot_kw_names:
-            cg.instructions.append(Instr("KW_NAMES", tx.snapshot_kw_names, lineno=cg.lineno))
-        cg.instructions.append(Instr("PRECALL", inst.arg, lineno=cg.lineno))
-    instr = original_instr(code, index)
-    cg.instructions.append(instr if root else Instr(instr.name, instr.arg, lineno=cg.lineno))
-    for slot in reversed(range(keep, keep + pushes)):
-        cg.store_fast(_stack_temp(slot))
-    _call_rest(cg, tx, fn, index + 1, after, waiting, compile_fn)
+    else:
+        if inst.opname == "CALL":
+            if tx.snapshot_kw_names:
+                cg.instructions.append(Instr("KW_NAMES", tx.snapshot_kw_names, lineno=cg.lineno))
+            cg.instructions.append(Instr("PRECALL", inst.arg, lineno=cg.lineno))
+        instr = original_instr(code, index)
+        cg.instructions.append(instr if root else Instr(instr.name, instr.arg, lineno=cg.lineno))
+        for slot in reversed(range(keep, keep + pushes)):
+            cg.store_fast(_stack_temp(slot))
+        _leave_block(cg, block, handler)
+        _call_rest(cg, tx, fn, index + 1, after, waiting, compile_fn)
+    if block:
+        cg.instructions.extend(block[1])
+
+
+def _resumes_in_block(kept: list, depth: int) -> bool:
+    """Whether a break inside a `try`/`with` block whose handler keeps `depth` stack slots
+    resumes (Note [Breaks inside blocks]): the slots the block keeps are for-loop
+    iterators or grad-mode `with` exits, and the breaking instruction does not consume them."""
+    return depth <= len(kept) and all(isinstance(vt, (IteratorVariable, WithExitVariable)) for vt in kept[:depth])
+
+
+def _enter_block(cg, stack: list, code, handler) -> tuple:
+    """Push the slots the block keeps and open an exception-table entry whose handler is
+    the original one in a copy of the body (appended after the residual code), so the
+    breaking instruction runs with the user's handlers in force. Returns (TryBegin, body)."""
+    for slot in range(handler.depth):
+        cg.load_fast(_stack_temp(slot))
+    body, label = body_with_label(code, handler.target)
+    begin = TryBegin(label, handler.lasti, handler.depth)
+    cg.instructions.append(begin)
+    return begin, body
+
+
+def _leave_block(cg, block, handler) -> None:
+    """Close the entry opened by `_enter_block` (if `block`) and drop the kept slots (they
+    stay in their temporaries for the resume function)."""
+    if block:
+        cg.instructions.append(TryEnd(block[0]))
+    for _ in range(handler.depth if handler else 0):
+        cg.pop_top()
 
 
 def _push_slots(cg, stack: list, start: int) -> None:

@@ -51,7 +51,7 @@ def _body(code: types.CodeType) -> tuple[list, list[int], int]:
     """(body without prologue, position in it of each real instruction, prologue length)."""
     cached = _bodies.get(code)
     if cached is None:
-        body = strip_prologue(list(Bytecode.from_code(code)))
+        body = strip_prologue(list(Bytecode.from_code(code, conserve_exception_block_stackdepth=True)))
         positions = [pos for pos, item in enumerate(body) if isinstance(item, Instr)]
         prologue_len = next(i for i, inst in enumerate(instructions_of(code)) if inst.opname == "RESUME") + 1
         cached = _bodies[code] = (body, positions, prologue_len)
@@ -150,7 +150,7 @@ def _build_resume_function(fn, code, index, null_slots, live) -> types.FunctionT
         co_varnames=tuple(params + others), co_cellvars=(), co_freevars=(),
         co_flags=code.co_flags & ~_VARARGS_FLAGS, co_filename=code.co_filename, co_name=name,
         co_qualname=name, co_firstlineno=code.co_firstlineno, co_consts=(None,))
-    new_code = make_code(prologue + body, like=like)
+    new_code = make_code(prologue + body, like=like, given_handler_depths=True)
     new_insts = instructions_of(new_code)
     first_body = next(i for i, inst in enumerate(new_insts) if inst.opname == "RESUME") + 1 + len(prologue)
     where = [-1] * first_body
