@@ -188,9 +188,15 @@ def live_locals(code: types.CodeType, index: int) -> frozenset[str]:
 def _compute_liveness(code: types.CodeType) -> _Liveness:
     names = tuple(dict.fromkeys(code.co_varnames + code.co_cellvars))
     bit = {name: 1 << i for i, name in enumerate(names)}
-    insts = instructions_of(code)
-    gen_kill = [_gen_kill(inst, bit) for inst in insts]
+    gen_kill = [_gen_kill(inst, bit) for inst in instructions_of(code)]
     _add_implicit_reads(code, bit, gen_kill)
+    return _backward(code, names, gen_kill)
+
+
+def _backward(code: types.CodeType, names: tuple[str, ...], gen_kill: list[tuple[int, int]]) -> _Liveness:
+    """Which `names` may be used (a `gen` bit) before being defined (a `kill` bit) at or
+    after each instruction, following jumps and exception-handler edges."""
+    insts = instructions_of(code)
     covering = handlers(code)
     count = len(insts)
     successors = [
@@ -216,6 +222,25 @@ def _compute_liveness(code: types.CodeType) -> _Liveness:
                 live_in[i] = new
                 changed = True
     return _Liveness(names, live_in, {})
+
+
+_cell_reads_cache: dict[types.CodeType, _Liveness] = {}
+_CELL_READS = frozenset({"LOAD_DEREF", "LOAD_CLASSDEREF", "DELETE_DEREF"})
+
+
+def cells_read_before_written(code: types.CodeType, index: int) -> frozenset[str]:
+    """Cell and free variables whose contents may be read (or deleted) at or after `index`
+    before the frame stores into them. Reads by inner functions are not counted."""
+    reads = _cell_reads_cache.get(code)
+    if reads is None:
+        names = code.co_cellvars + code.co_freevars
+        bit = {name: 1 << i for i, name in enumerate(names)}
+        gen_kill = [(bit.get(inst.argval, 0), 0) if inst.opname in _CELL_READS
+                    else (0, bit.get(inst.argval, 0)) if inst.opname == "STORE_DEREF" else (0, 0)
+                    for inst in instructions_of(code)]
+        reads = _cell_reads_cache[code] = _backward(code, names, gen_kill)
+    mask = reads.live_in[index]
+    return frozenset(n for i, n in enumerate(reads.names) if mask >> i & 1)
 
 
 def _gen_kill(inst: Inst, bit: dict[str, int]) -> tuple[int, int]:

@@ -18,8 +18,12 @@ Invariants:
 - `co_varnames` starts with `like.co_varnames` in order; locals the body uses
   that `like` lacks are appended after them. `co_consts[0]` is `like`'s
   docstring, or None, so a generated function never gets a stray `__doc__`.
-- Stack size, exception table (handler depths included) and line table are
-  computed by the `bytecode` library.
+- Stack size, exception table and line table are computed by the `bytecode`
+  library, handler depths too unless `given_handler_depths`: then each `TryBegin`
+  carries its own (copied from the user's code with
+  `conserve_exception_block_stackdepth`, or set by whoever emits it). Code that
+  enters a user's body in the middle (resume functions, residual code at a break)
+  needs that: the library's flow analysis would start from the wrong stack.
 
 Emitting 3.11 instructions with the `bytecode` library (see the module tests):
 - `Instr("LOAD_GLOBAL", (push_null, name))`; a call is
@@ -56,6 +60,7 @@ def make_code(
     name: str | None = None,
     qualname: str | None = None,
     firstlineno: int | None = None,
+    given_handler_depths: bool = False,
 ) -> types.CodeType:
     """Assemble `body` into a code object with `like`'s signature (see module docstring)."""
     if firstlineno is None:
@@ -75,7 +80,7 @@ def make_code(
     bc.first_lineno = firstlineno
     first = like.co_consts[0] if like.co_consts else None
     bc.docstring = first if isinstance(first, str) else None
-    return bc.to_code()
+    return bc.to_code(compute_exception_stack_depths=not given_handler_depths)
 
 
 def prologue(like: types.CodeType, firstlineno: int) -> list[Instr]:

@@ -27,7 +27,7 @@ twice (returned and stored, stored twice) is built once and kept in a temporary 
 """
 from __future__ import annotations
 
-from ..guards.sources import CellContentsSource, ClosureSource, GlobalsDictSource
+from ..guards.sources import ClosureSource, GlobalsDictSource
 from ..vars.objects import DELETED  # pending value of a deleted attribute or global
 
 
@@ -219,13 +219,13 @@ def _global_effect(cg, globals_source, name, value):
 
 
 def _cell_effect(cg, cell):
-    """Operands and store of writing `cell` (a sourced CellVariable)."""
+    """Operands and store of writing `cell` (a sourced CellVariable: the root frame's free
+    variable, or a cell reached through a function or held in a local)."""
     src = cell.source
     deleted = cell.contents is None
     if isinstance(src, ClosureSource):  # the root frame's own free variable
         push = (lambda: None) if deleted else (lambda: cg.reconstruct(cell.contents))
         return push, _bound(cg.delete_deref if deleted else cg.store_deref, src.var_name)
-    assert isinstance(src, CellContentsSource), src
 
     def push():
         if not deleted:

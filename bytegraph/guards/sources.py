@@ -220,6 +220,28 @@ class CellContentsSource(Source):
 
 
 @dataclass(frozen=True, slots=True)
+class LocalCellContentsSource(Source):
+    """The contents of a closure cell that the frame holds in local `local_name` (a resume
+    function's cell argument, Note [Resumed cells] in `translate/resume.py`)."""
+
+    local_name: str
+
+    def cell(self) -> Source:
+        """The source of the cell object itself."""
+        return LocalSource(self.local_name)
+
+    def name(self) -> str:
+        return f"{self.local_name}.cell_contents"
+
+    def describe(self) -> str:
+        return f"captured variable {self.local_name}"
+
+    def reconstruct(self, cg) -> None:
+        cg.load_fast(self.local_name)
+        cg.load_attr("cell_contents")
+
+
+@dataclass(frozen=True, slots=True)
 class FunctionGlobalSource(Source):
     """A global read by an inlined function from module globals reached through `globals_source`."""
 

@@ -6,31 +6,47 @@ and live locals as eager would have them, then either
 - runs instruction `i` itself eagerly and calls the resume function(s) for the rest
   (Note [Resume function signature]); a jump on a tensor gets one resume function per
   branch; or,
-- when `i` lies inside a `try`/`with` block of the root frame, jumps into a copy of the
-  original body at `i` so the user's handlers stay in force (the rest of that frame then
-  runs eagerly).
+- when `i` lies inside a `try`/`with` block of the root frame that cannot resume (Note
+  [Breaks inside blocks]), jumps into a copy of the original body at `i` so the user's
+  handlers stay in force (the rest of that frame then runs eagerly).
 When the breaking frame was inlined into calls (a nested break), the calls waiting for
 its result continue in a continuation (Note [Continuations]) that the residual code
 calls with the breaking frame's resume arguments and every waiting call's arguments.
 A user function called by the breaking CALL is replaced by its bytegraph-compiled
 wrapper, so its own prefix and suffix are captured too.
+
+Note [Breaks inside blocks]
+A break inside a `try`/`with` block of the root frame resumes like any other when the
+stack slots the innermost handler keeps (its depth) are for-loop iterators or grad-mode
+`with` exits (`WithExitVariable`, rebuilt as `RestoreGradMode`). The residual code
+pushes those slots, and runs the breaking instruction under an exception-table entry
+whose handler is the original one in a copy of the body appended after the residual
+code: if the instruction raises, the user's handler runs (and the rest of the frame
+eagerly), as in eager. Otherwise the slots are dropped and the resume function is
+called; it keeps the user's exception table (with the user's handler depths, see
+`make_code(given_handler_depths=True)`), so the handlers stay in force for the rest,
+and a grad-mode block's exit slot is wrapped back into a `WithExitVariable` by the
+tracer, so the block's end restores the mode inside the next graph. A block kept by
+another context manager (or a break inside an `except` body, whose kept slots hold the
+exception) keeps the body-copy path.
 """
 from __future__ import annotations
 
 import types
 
-from bytecode import Instr, Label
+from bytecode import Instr, Label, TryBegin, TryEnd
 
-from .._bytecode.analysis import handlers, live_locals
-from ..guards.guard import Guard, GuardKind
-from ..guards.sources import ObjectSource
+from .._bytecode.analysis import cells_read_before_written, handlers, live_locals
+from .._bytecode.instructions import instructions_of
 from ..vars.containers import TupleVariable
 from ..vars.functions import BoundMethodVariable, UserFunctionVariable
+from ..vars.iterators import IteratorVariable
 from ..vars.nn_module import NNModuleVariable
+from ..vars.torch_functions import WithExitVariable
 from .continuation import make_continuation, waiting_calls
 from .ops_stack import NULL
 from .translator import is_traceable
-from .resume import body_with_label, make_resume_function, original_instr
+from .resume import body_with_label, make_resume_function, origin, original_instr
 
 # opname -> (values popped, values pushed) for instructions that can run eagerly at a break.
 _EFFECTS = {
@@ -46,6 +62,8 @@ _CONDITIONAL_JUMPS = {
     "POP_JUMP_BACKWARD_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE",
 }
 _NOT_RESUMED_FLAGS = 0x20 | 0x80 | 0x100 | 0x200  # generators and coroutines
+_READ_LOCALS = frozenset({"locals", "vars", "eval", "exec", "super"})
+_CELL_BREAKING = frozenset({"DELETE_DEREF", "LOAD_CLASSDEREF"})
 
 
 def _effect(inst) -> tuple[int, int] | None:
@@ -69,11 +87,45 @@ def _effect(inst) -> tuple[int, int] | None:
 
 def resumable_reason(tx) -> str | None:
     """Why a break at the root frame's current instruction cannot be resumed (None: it can)."""
-    if tx.code.co_cellvars:
-        return "the frame has variables captured by inner functions"
     if _effect(tx.inst) is None:
         return f"a break at {tx.inst.opname} cannot be resumed"
+    return cells_reason(tx, _index(tx))
+
+
+def cells_reason(tx, index: int) -> str | None:
+    """Why the frame's cell and free variables keep it from resuming after instruction
+    `index` (Note [Resumed cells]); None when they do not."""
+    code, at = origin(tx.code, index)
+    if not code.co_cellvars and not code.co_freevars:
+        return None
+    if any(inst.opname in _CELL_BREAKING for inst in instructions_of(code)):
+        return "the frame deletes a variable captured by inner functions"
+    if _READ_LOCALS.intersection(code.co_names):
+        return "the frame has closure cells and may read its locals as a dict or call super()"
+    if handlers(tx.code)[index] is not None:
+        return "the frame has closure cells and breaks inside try/with"
+    for name in sorted(cells_read_before_written(code, at)):
+        if _cell(tx, name).contents is None:
+            return f"the closure variable {name} may be read after the break before it is assigned"
     return None
+
+
+def _cell(tx, name: str):
+    """The tracker of the frame's cell or free variable `name` (Note [Resumed cells]: a
+    resume function holds it in a local)."""
+    return tx.cells[name] if name in tx.cells else tx.locals[name]
+
+
+def live_values(tx, index: int) -> list:
+    """(name, tracker) of each local live at instruction `index` and bound, and of each
+    cell and free variable (Note [Resumed cells]), sorted by name: what a resume function
+    there takes after the stack."""
+    out = []
+    for name in sorted(live_locals(tx.code, index) | set(tx.code.co_freevars)):
+        vt = tx.cells[name] if name in tx.cells else tx.locals.get(name)
+        if vt is not None:
+            out.append((name, vt))
+    return out
 
 
 def nested_break(frames, fn) -> tuple[list, types.FunctionType] | None:
@@ -92,13 +144,14 @@ def nested_break(frames, fn) -> tuple[list, types.FunctionType] | None:
         waiting = waiting_calls(tx.code, index, tx.locals) if depth == 0 else None
         if waiting is not None:  # the root is a continuation: its own waiting calls go on
             calls += waiting
-        elif tx.code.co_cellvars or handlers(tx.code)[index] is not None:
+        elif handlers(tx.code)[index] is not None or cells_reason(tx, index) is not None:
             return None
         else:
             kept = tx.snapshot_stack[:keep]
-            live = tuple(sorted(n for n in live_locals(tx.code, index + 1) if n in tx.locals))
-            resume = make_resume_function(fn, tx.code, index + 1, tuple(vt is NULL for vt in kept) + (False,), live)
-            calls.append((resume, [vt for vt in kept if vt is not NULL], [tx.locals[n] for n in live]))
+            live = live_values(tx, index + 1)
+            resume = make_resume_function(fn, tx.code, index + 1, tuple(vt is NULL for vt in kept) + (False,),
+                                          tuple(n for n, _ in live))
+            calls.append((resume, [vt for vt in kept if vt is not NULL], [vt for _, vt in live]))
         fn = callee
     tx = frames[-1]
     if (resumable_reason(tx) is not None or handlers(tx.code)[_index(tx)] is not None
@@ -122,9 +175,7 @@ def _call_operands_start(tx) -> int | None:
 def _inlined_function(tx, operands: list, code) -> types.FunctionType | None:
     """The real function whose frame, with code `code`, the call with `operands` ([NULL or
     method, callable or self, ...]) inlined directly, so the frame's result is the call's
-    result; None if there is none, or its frame cannot be resumed on its own. A function
-    with free variables must be this very object at run time (its cells are baked into
-    the resume function): guarded by identity unless it already is a constant."""
+    result; None if there is none, or its frame cannot be resumed on its own."""
     vt = operands[1] if operands[0] is NULL else operands[0]
     if isinstance(vt, BoundMethodVariable):
         vt = vt.fn
@@ -134,11 +185,8 @@ def _inlined_function(tx, operands: list, code) -> types.FunctionType | None:
         fn = getattr(type(vt.value), "forward", None)
     else:
         return None
-    if (not isinstance(fn, types.FunctionType) or fn.__code__ is not code or code.co_cellvars
-            or code.co_flags & _NOT_RESUMED_FLAGS):
+    if not isinstance(fn, types.FunctionType) or fn.__code__ is not code or code.co_flags & _NOT_RESUMED_FLAGS:
         return None
-    if code.co_freevars and isinstance(vt, UserFunctionVariable) and not isinstance(vt.source, ObjectSource):
-        tx.output.add_guard(Guard(GuardKind.ID_MATCH, vt.source, fn, tx.location()))
     return fn
 
 
@@ -160,9 +208,9 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
     index = _index(tx)
     root = tx is cg.tx
     stack = list(tx.snapshot_stack)
-    live = sorted(n for n in live_locals(code, index) if n in tx.locals)
+    live = live_values(tx, index)
     waiting_values = [vt for _, before, after in waiting for vt in before + after]
-    values = waiting_values + [vt for vt in stack if vt is not NULL] + [tx.locals[n] for n in live]
+    values = waiting_values + [vt for vt in stack if vt is not NULL] + [vt for _, vt in live]
     emit_graph_call(cg, TupleVariable(values))
     for i, vt in enumerate(waiting_values):
         cg.reconstruct(vt)
@@ -175,15 +223,20 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
             else:
                 cg.reconstruct(vt)
             cg.store_fast(_stack_temp(slot))
-    for name in live:
-        cg.reconstruct(tx.locals[name])
+    for name, vt in live:
+        cg.reconstruct(vt)
         cg.store_fast(_local_temp(name))
     restore_world(cg)
+    pops, pushes = _effect(inst)
+    keep = len(stack) - pops
+    handler = handlers(code)[index] if root else None
     if root:
-        for name in live:
+        for name, _ in live:
+            if name in tx.cells:  # passed as the cell itself (Note [Resumed cells])
+                continue
             cg.load_fast(_local_temp(name))
             cg.store_fast(name)
-        if handlers(code)[index] is not None:
+        if handler is not None and not _resumes_in_block(stack[:keep], handler.depth):
             _push_slots(cg, stack, 0)
             body, label = body_with_label(code, index)
             cg.instructions.append(Instr("JUMP_FORWARD", label))
@@ -191,26 +244,58 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
             return
     # The slots the instruction consumes are pushed; the others stay in their temporaries
     # (a NULL among them is re-pushed by the resume function: CPython cannot pop a NULL).
-    pops, pushes = _effect(inst)
-    keep = len(stack) - pops
+    block = handler and _enter_block(cg, stack, code, handler)
     _push_slots(cg, stack, keep)
     after = [vt is NULL for vt in stack[:keep]] + [False] * pushes
     if inst.opname in _CONDITIONAL_JUMPS:
         other = Label()
         cg.instructions.append(Instr(_CONDITIONAL_JUMPS[inst.opname], other, lineno=cg.lineno))
+        _leave_block(cg, block, handler)
         _call_rest(cg, tx, fn, index + 1, after, waiting, compile_fn)
         cg.instructions.append(other)
+        _leave_block(cg, None, handler)
         _call_rest(cg, tx, fn, inst.target, after, waiting, compile_fn)
-        return
-    if inst.opname == "CALL":
-        if tx.snapshot_kw_names:
-            cg.instructions.append(Instr("KW_NAMES", tx.snapshot_kw_names, lineno=cg.lineno))
-        cg.instructions.append(Instr("PRECALL", inst.arg, lineno=cg.lineno))
-    instr = original_instr(code, index)
-    cg.instructions.append(instr if root else Instr(instr.name, instr.arg, lineno=cg.lineno))
-    for slot in reversed(range(keep, keep + pushes)):
-        cg.store_fast(_stack_temp(slot))
-    _call_rest(cg, tx, fn, index + 1, after, waiting, compile_fn)
+    else:
+        if inst.opname == "CALL":
+            if tx.snapshot_kw_names:
+                cg.instructions.append(Instr("KW_NAMES", tx.snapshot_kw_names, lineno=cg.lineno))
+            cg.instructions.append(Instr("PRECALL", inst.arg, lineno=cg.lineno))
+        instr = original_instr(code, index)
+        cg.instructions.append(instr if root else Instr(instr.name, instr.arg, lineno=cg.lineno))
+        for slot in reversed(range(keep, keep + pushes)):
+            cg.store_fast(_stack_temp(slot))
+        _leave_block(cg, block, handler)
+        _call_rest(cg, tx, fn, index + 1, after, waiting, compile_fn)
+    if block:
+        cg.instructions.extend(block[1])
+
+
+def _resumes_in_block(kept: list, depth: int) -> bool:
+    """Whether a break inside a `try`/`with` block whose handler keeps `depth` stack slots
+    resumes (Note [Breaks inside blocks]): the slots the block keeps are for-loop
+    iterators or grad-mode `with` exits, and the breaking instruction does not consume them."""
+    return depth <= len(kept) and all(isinstance(vt, (IteratorVariable, WithExitVariable)) for vt in kept[:depth])
+
+
+def _enter_block(cg, stack: list, code, handler) -> tuple:
+    """Push the slots the block keeps and open an exception-table entry whose handler is
+    the original one in a copy of the body (appended after the residual code), so the
+    breaking instruction runs with the user's handlers in force. Returns (TryBegin, body)."""
+    for slot in range(handler.depth):
+        cg.load_fast(_stack_temp(slot))
+    body, label = body_with_label(code, handler.target)
+    begin = TryBegin(label, handler.lasti, handler.depth)
+    cg.instructions.append(begin)
+    return begin, body
+
+
+def _leave_block(cg, block, handler) -> None:
+    """Close the entry opened by `_enter_block` (if `block`) and drop the kept slots (they
+    stay in their temporaries for the resume function)."""
+    if block:
+        cg.instructions.append(TryEnd(block[0]))
+    for _ in range(handler.depth if handler else 0):
+        cg.pop_top()
 
 
 def _push_slots(cg, stack: list, start: int) -> None:
@@ -273,10 +358,11 @@ def _call_rest(cg, tx, fn, index: int, null_slots: list, waiting: list, compile_
     or at a nested break `return continuation(waiting calls' arguments..., the same...)`
     (Note [Continuations])."""
     code = tx.code
-    live = tuple(sorted(n for n in live_locals(code, index) if n in tx.locals))
+    live = tuple(n for n, _ in live_values(tx, index))
     resume = make_resume_function(fn, code, index, tuple(null_slots), live)
     args = [_stack_temp(s) for s, is_null in enumerate(null_slots) if not is_null]
-    args += live if tx is cg.tx else [_local_temp(n) for n in live]
+    root = tx is cg.tx
+    args += [n if root and n not in tx.cells else _local_temp(n) for n in live]
     if waiting:
         resume = make_continuation(tuple((r, len(before)) for r, before, _ in waiting), resume)
         args = [_waiting_temp(i) for i in range(sum(len(b) + len(a) for _, b, a in waiting))] + args

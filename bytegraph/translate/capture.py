@@ -17,7 +17,8 @@ from ..errors import GraphBreak, InternalTracerError, UserCodeRaisesError
 from ..graph.codegen import PyCodegen
 from ..graph.output_graph import OutputGraph, add_stack_traces
 from ..graph.side_effects import SideEffects
-from ..guards.sources import ClosureSource, GlobalsDictSource, LocalSource
+from ..guards.guard import Guard, GuardKind
+from ..guards.sources import ClosureSource, GlobalsDictSource, LocalCellContentsSource, LocalSource
 from ..vars.containers import BaseListVariable, DictVariable
 from ..vars.functions import BoundMethodVariable, CellVariable, NestedFunctionVariable, PartialVariable
 from ..vars.iterators import ListIteratorVariable
@@ -95,6 +96,8 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
             with output.guards_located_at_first_use(name):
                 if resumed and type(value) in (int, float):  # e.g. a timestamp carried across a break
                     tx.locals[name] = wrap_int(tx, value, LocalSource(name))
+                elif resumed and type(value) is types.CellType:  # Note [Resumed cells]
+                    tx.locals[name] = _cell_argument(output, name, value)
                 else:
                     tx.locals[name] = tx.wrap(value, LocalSource(name))
         for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
@@ -154,10 +157,21 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
     return _transformed_function(cg, fn), cg.graph_module, graph_name, None
 
 
+def _cell_argument(output: OutputGraph, name: str, cell: types.CellType) -> CellVariable:
+    """The tracker of a real cell passed in argument `name` (one tracker per real cell)."""
+    vt = CellVariable.real_cell(name, cell, LocalCellContentsSource(name), output)
+    known = output.side_effects.tracker_for(cell)
+    if known is not None:  # the same cell passed twice: it must stay shared
+        output.add_guard(Guard(GuardKind.SAME_OBJECT, vt.source.cell(), known.source.cell()))
+        return known
+    output.side_effects.remember(cell, vt)
+    return vt
+
+
 def _transformed_function(cg: PyCodegen, fn: types.FunctionType) -> types.FunctionType:
     """The residual code in `cg` as a function with `fn`'s signature, globals and closure."""
     code = fn.__code__
-    new_code = make_code(cg.instructions, like=code, name=code.co_name)
+    new_code = make_code(cg.instructions, like=code, name=code.co_name, given_handler_depths=True)
     new_fn = types.FunctionType(new_code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
     new_fn.__kwdefaults__ = fn.__kwdefaults__
     return new_fn

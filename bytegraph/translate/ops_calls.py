@@ -1,30 +1,10 @@
 """Opcode family: calls (PRECALL/KW_NAMES/CALL, CALL_FUNCTION_EX) and `with` entry."""
 from __future__ import annotations
 
-from ..vars.base import VariableTracker
 from ..vars.containers import DictVariable
 from ..vars.iterators import iterator_of
-from ..vars.torch_functions import GradModeVariable, RestoreGradMode
+from ..vars.torch_functions import GradModeVariable, WithExitVariable
 from .ops_stack import NULL
-
-
-class WithExitVariable(VariableTracker):
-    """The `__exit__` that BEFORE_WITH leaves on the stack for a grad-mode context."""
-
-    __slots__ = ("ctx",)
-
-    def __init__(self, ctx):
-        super().__init__(None)
-        self.ctx = ctx
-
-    def python_type(self) -> type:
-        return type(self.ctx)
-
-    def call_function(self, tx, args, kwargs):
-        return self.ctx.exit(tx)
-
-    def reconstruct(self, cg) -> None:
-        cg.load_const(RestoreGradMode(self.ctx.prior))
 
 
 class CallOps:

@@ -8,13 +8,31 @@ prologue that pushes the stack slots back (PUSH_NULL for a NULL slot) and jumps 
 instruction `i`; the exception table and line numbers of `c` are kept, so handlers
 that cover `i` stay in force and tracebacks show the user's lines. Its name is
 `__bg_resume_<co_name>_at_line_<line>` so logs and tracebacks say where it came from.
-Frames with cell variables are not resumed (their cells would be split in two).
+
+Note [Resumed cells]
+A frame with cell variables (locals captured by inner functions) resumes with its *cell
+objects* as arguments, in the place of those locals, so closures made before the break
+and the code after it keep sharing them; so do its free variables (a closure's own
+cells), so one resume function serves every closure made from the same code. In the
+resume function's code a cell or free variable `c` is a plain local holding the cell: `LOAD_DEREF c` becomes `LOAD_FAST c; LOAD_ATTR
+cell_contents`, `STORE_DEREF c` becomes `LOAD_FAST c; STORE_ATTR cell_contents` and
+`LOAD_CLOSURE c` becomes `LOAD_FAST c`. The tracer wraps such an argument as the real
+cell (`LocalCellContentsSource`), so reads are guarded and writes replayed into it. An
+empty cell read this way raises ValueError where eager raises NameError, so a break
+resumes only where that cannot happen (`breaks.cells_reason`): no cell the code after the
+break may read before assigning it is empty at the break, and the frame never deletes
+one (`del c`; another function deleting a variable of an enclosing scope after the break
+would still turn the NameError of a later read into a ValueError). Nor does a frame
+resume if it may read its locals through `locals()`, `vars()`, `eval` or `exec` (they
+would see the cells) or call zero-argument `super()` (it needs the `__class__` free
+variable and `self` as the first local).
 """
 from __future__ import annotations
 
 import types
 
 from bytecode import Bytecode, Instr, Label
+from bytecode.instr import CellVar, FreeVar
 
 from .._bytecode.assemble import make_code, strip_prologue
 from .._bytecode.instructions import instructions_of
@@ -33,7 +51,7 @@ def _body(code: types.CodeType) -> tuple[list, list[int], int]:
     """(body without prologue, position in it of each real instruction, prologue length)."""
     cached = _bodies.get(code)
     if cached is None:
-        body = strip_prologue(list(Bytecode.from_code(code)))
+        body = strip_prologue(list(Bytecode.from_code(code, conserve_exception_block_stackdepth=True)))
         positions = [pos for pos, item in enumerate(body) if isinstance(item, Instr)]
         prologue_len = next(i for i, inst in enumerate(instructions_of(code)) if inst.opname == "RESUME") + 1
         cached = _bodies[code] = (body, positions, prologue_len)
@@ -59,9 +77,10 @@ def resume_name(code: types.CodeType, index: int) -> str:
     return f"__bg_resume_{code.co_name}_at_line_{lineno}"
 
 
-# A resume function's code -> (the user's code it resumes, how many instructions its
-# prologue adds). A break inside a resume function resumes the *user's* code again, so
-# a loop with a break reuses one resume function instead of nesting new ones.
+# A resume function's code -> (the user's code it resumes, the index there of each of its
+# instructions, -1 in its prologue). A break inside a resume function resumes the
+# *user's* code again, so a loop with a break reuses one resume function instead of
+# nesting new ones.
 _ORIGIN: dict = {}
 _cache: dict = {}
 
@@ -70,14 +89,18 @@ def is_resume_code(code: types.CodeType) -> bool:
     return code in _ORIGIN
 
 
+def origin(code: types.CodeType, index: int) -> tuple[types.CodeType, int]:
+    """The user's code and instruction index that instruction `index` of `code` stands
+    for (`code` itself unless it is a resume function's code)."""
+    entry = _ORIGIN.get(code)
+    return (code, index) if entry is None else (entry[0], entry[1][index])
+
+
 def make_resume_function(fn: types.FunctionType, code: types.CodeType, index: int,
                          null_slots: tuple[bool, ...], live: tuple[str, ...]) -> types.FunctionType:
     """The resume function of `fn` (whose code is `code`) at instruction `index` (cached)."""
-    if code in _ORIGIN:
-        code, shift = _ORIGIN[code]
-        index -= shift
-    # cells are unhashable: key by identity (the cached function keeps them alive)
-    key = (code, index, null_slots, live, id(fn.__globals__), tuple(map(id, fn.__closure__ or ())))
+    code, index = origin(code, index)
+    key = (code, index, null_slots, live, id(fn.__globals__))
     resume = _cache.get(key)
     if resume is None:
         resume = _build_resume_function(fn, code, index, null_slots, live)
@@ -85,11 +108,38 @@ def make_resume_function(fn: types.FunctionType, code: types.CodeType, index: in
     return resume
 
 
+# How Note [Resumed cells] spells each instruction on a cell variable `c`, after `LOAD_FAST c`.
+_CELL_ACCESS = {"LOAD_DEREF": "LOAD_ATTR", "STORE_DEREF": "STORE_ATTR", "LOAD_CLOSURE": None}
+
+
+def _cells_as_locals(body: list) -> tuple[list, list[int]]:
+    """`body` with the cell and free variables accessed through locals holding the cells
+    (Note [Resumed cells]), and how many instructions each instruction of `body` became."""
+    out, sizes = [], []
+    for item in body:
+        if not isinstance(item, Instr):
+            out.append(item)
+            continue
+        if not isinstance(item.arg, (CellVar, FreeVar)):
+            out.append(item)
+            sizes.append(1)
+            continue
+        if item.name not in _CELL_ACCESS:
+            raise AssertionError(f"{item.name} of a cell variable in a resumed frame (breaks.cells_reason)")
+        out.append(Instr("LOAD_FAST", item.arg.name, location=item.location))
+        access = _CELL_ACCESS[item.name]
+        if access is not None:
+            out.append(Instr(access, "cell_contents", location=item.location))
+        sizes.append(1 + (access is not None))
+    return out, sizes
+
+
 def _build_resume_function(fn, code, index, null_slots, live) -> types.FunctionType:
     stack_names = [stack_arg_name(i) for i, is_null in enumerate(null_slots) if not is_null]
     params = stack_names + list(live)
     others = [n for n in code.co_varnames if n not in live]
     body, label = body_with_label(code, index)
+    body, sizes = _cells_as_locals(body)
     prologue = []
     for slot, is_null in enumerate(null_slots):
         prologue.append(Instr("PUSH_NULL") if is_null else Instr("LOAD_FAST", stack_arg_name(slot)))
@@ -97,9 +147,16 @@ def _build_resume_function(fn, code, index, null_slots, live) -> types.FunctionT
     name = resume_name(code, index)
     like = types.SimpleNamespace(
         co_argcount=len(params), co_posonlyargcount=0, co_kwonlyargcount=0,
-        co_varnames=tuple(params + others), co_cellvars=code.co_cellvars, co_freevars=code.co_freevars,
+        co_varnames=tuple(params + others), co_cellvars=(), co_freevars=(),
         co_flags=code.co_flags & ~_VARARGS_FLAGS, co_filename=code.co_filename, co_name=name,
         co_qualname=name, co_firstlineno=code.co_firstlineno, co_consts=(None,))
-    new_code = make_code(prologue + body, like=like)
-    _ORIGIN[new_code] = (code, len(prologue))  # same 3.11 prologue, then our pushes and jump
-    return types.FunctionType(new_code, fn.__globals__, name, None, fn.__closure__)
+    new_code = make_code(prologue + body, like=like, given_handler_depths=True)
+    new_insts = instructions_of(new_code)
+    first_body = next(i for i, inst in enumerate(new_insts) if inst.opname == "RESUME") + 1 + len(prologue)
+    where = [-1] * first_body
+    user_prologue = _body(code)[2]
+    for i, size in enumerate(sizes):
+        where += [user_prologue + i] * size
+    assert len(where) == len(new_insts), (len(where), len(new_insts))
+    _ORIGIN[new_code] = (code, tuple(where))
+    return types.FunctionType(new_code, fn.__globals__, name)

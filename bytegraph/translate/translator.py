@@ -93,7 +93,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
                              hint="the call runs eagerly at a graph break; move it outside the "
                                   "compiled function to avoid the break")
         bound = fn_vt.bind_args(self, args, kwargs)
-        cells = {cell.name: cell for cell in fn_vt.closure_cells(self)}
+        cells = dict(zip(code.co_freevars, fn_vt.closure_cells(self)))  # one cell may have several names
         child = Translator(code, f_globals, globals_src, bound, cells, self.output, parent=self)
         if code.co_flags & 0x20:
             return GeneratorVariable(child)

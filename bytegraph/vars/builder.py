@@ -28,7 +28,8 @@ from .nn_module import build_module
 from .classes import ClassVariable
 from .objects import OpaqueCallableVariable, PythonModuleVariable, UserObjectVariable
 from .tensor import TensorVariable
-from .torch_functions import TorchFunctionVariable, TorchSpecialVariable, is_graph_op, is_special
+from .torch_functions import (GradModeVariable, RestoreGradMode, TorchFunctionVariable, TorchSpecialVariable,
+                              WithExitVariable, is_graph_op, is_special)
 
 
 def wrap(tx, value, source=None, guard: bool = True) -> VariableTracker:
@@ -72,6 +73,9 @@ def _build(tx, value, source, do_guard: bool) -> VariableTracker:
     if is_constant_value(value) and not isinstance(value, enum.Enum):
         _guard(tx, do_guard, GuardKind.CONSTANT_MATCH, source, value)
         return ConstantVariable(value, source)
+    if value_type is RestoreGradMode:  # a grad-mode `with` block's exit (Note [Breaks inside blocks])
+        _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
+        return WithExitVariable(GradModeVariable(not value.prior, value.prior), source)
     if value_type is torch.Size:
         _guard(tx, do_guard, GuardKind.CONSTANT_MATCH, source, value)
         return SizeVariable([ConstantVariable(v) for v in value], source)

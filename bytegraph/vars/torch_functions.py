@@ -128,6 +128,26 @@ class RestoreGradMode:
         return f"<restore grad mode {self.prior}>"
 
 
+class WithExitVariable(VariableTracker):
+    """The `__exit__` that BEFORE_WITH leaves on the stack for a grad-mode context; a
+    `RestoreGradMode` handed to a resume function inside the block is wrapped as one."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self, ctx, source=None):
+        super().__init__(source)
+        self.ctx = ctx
+
+    def python_type(self) -> type:
+        return type(self.ctx)
+
+    def call_function(self, tx, args, kwargs):
+        return self.ctx.exit(tx)
+
+    def reconstruct(self, cg) -> None:
+        cg.load_const(RestoreGradMode(self.ctx.prior))
+
+
 class GradModeWrappedFunction(VariableTracker):
     """A function decorated with a grad-mode object (`@torch.no_grad()`)."""
 
