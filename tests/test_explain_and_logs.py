@@ -146,8 +146,6 @@ def test_explain_data_dependent_branch():
     assert brk.location == loc("# EX-BRANCH")
 
 
-@pytest.mark.xfail(strict=True, reason="the bound method Tensor.item on the stack cannot be reconstructed: the "
-                   "break is reported as [unsupported output] 'returning Tensor.item made during tracing', not data-dependent")
 def test_explain_item_break_category():
     out = bytegraph.explain(item_in_if, torch.ones(3))
     assert out.graph_break_count >= 1

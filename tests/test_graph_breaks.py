@@ -27,10 +27,6 @@ log.propagate = False
 log.addHandler(logging.NullHandler())
 
 
-_ITEM_RESUME = "the bound method Tensor.item/tolist on the stack cannot be reconstructed at the break " \
-    "('returning Tensor.item made during tracing'): the whole frame reruns eagerly, nothing after is captured"
-
-
 def _seed_random():
     random.seed(1234)
 
@@ -198,7 +194,6 @@ def test_two_prints_three_graphs():
     check(f, T(4, grad=True), graphs=3)
 
 
-@pytest.mark.xfail(strict=True, reason=_ITEM_RESUME)
 def test_three_breaks_four_graphs():
     def f(x, y):
         a = x @ y
@@ -232,8 +227,8 @@ def test_three_different_kinds_with_random():
         w = z + z.sum().item()
         return w
 
-    # [exp] | random | [mul] | print | the rest runs eagerly (_ITEM_RESUME), its graph never compiled
-    check(f, T(3, grad=True), graphs=2, setup=_seed_random)
+    # [exp] | random | [mul] | print | [sum] | .item() | [add]
+    check(f, T(3, grad=True), graphs=4, setup=_seed_random)
 
 
 def test_only_breaks_no_tensor_work():
@@ -1328,14 +1323,14 @@ def tolist_then_tensor_work(x):
     return x * len(vals) + 1, vals
 
 
-@pytest.mark.xfail(strict=True, reason=_ITEM_RESUME)
 def test_item_break_graph_count():
     check(item_then_tensor_work, T(4, grad=True), graphs=2)
 
 
-@pytest.mark.xfail(strict=True, reason=_ITEM_RESUME)
 def test_tolist_break_graph_count():
-    check(tolist_then_tensor_work, T(3, grad=True), graphs=2)
+    # nothing to capture before the break: one graph, after it
+    r = check(tolist_then_tensor_work, T(3, grad=True), graphs=1)
+    assert r.counter.ops(0), "the code after the break is captured"
 
 
 def test_item_break_correct_even_with_inplace_before():
@@ -1430,3 +1425,29 @@ def test_many_calls_with_print_never_hit_recompile_limit():
             x = T(3, 4, seed=i)
             assert_same(mid_print(x), cf(x))
     assert cnt.frame_count == 2
+
+
+def test_item_on_a_temporary_tensor_resumes():
+    def f(x):
+        y = x * 2
+        n = y.sum().item()
+        return y + n
+
+    r = check(f, torch.randn(3), graphs=2)
+    assert r.counter.ops(-1), "the code after the break is captured"
+
+
+def test_tolist_on_a_temporary_tensor_in_an_expression():
+    def f(x):
+        vals = (x * 3).round().tolist()
+        return x + len(vals), vals
+
+    check(f, torch.randn(4), graphs=2)
+
+
+def test_method_of_temporary_tensor_with_arguments_at_a_break():
+    def f(x):
+        m = (x + 1).max(dim=0).values.sum().item()
+        return x * m
+
+    check(f, torch.randn(3, 2), graphs=2)

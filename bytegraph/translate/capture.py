@@ -19,6 +19,7 @@ from ..graph.output_graph import OutputGraph, add_stack_traces
 from ..graph.side_effects import SideEffects
 from ..guards.guard import Guard, GuardKind
 from ..guards.sources import ClosureSource, GlobalsDictSource, LocalCellContentsSource, LocalSource
+from ..vars.base import MethodOfVariable
 from ..vars.containers import BaseListVariable, DictVariable
 from ..vars.functions import BoundMethodVariable, CellVariable, NestedFunctionVariable, PartialVariable
 from ..vars.iterators import ListIteratorVariable
@@ -239,3 +240,5 @@ def _collect_graph_tensors(vt, outputs: list, index: dict, seen: set | None = No
     elif isinstance(vt, (NestedFunctionVariable, PartialVariable, BoundMethodVariable)):
         for part in vt.parts():
             _collect_graph_tensors(part, outputs, index, seen)
+    elif isinstance(vt, MethodOfVariable):  # `t.item` on the stack at a break on its call
+        _collect_graph_tensors(vt.obj, outputs, index, seen)
