@@ -170,3 +170,12 @@ def test_set_and_read_python_attribute_on_intermediate_tensor():
         return y + y.note
 
     check(f, torch.randn(2))
+
+
+def test_out_argument_is_returned_as_itself():
+    def f(a, b, c):
+        y = torch.add(a, b, out=c)
+        z = torch.add(c, b, out=c)  # the same op on the same metadata: not answered from the fake memo
+        return y is c, z is c, y
+
+    check(f, torch.randn(3), torch.randn(3), torch.zeros(3), graphs=1)

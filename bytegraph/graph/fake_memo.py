@@ -64,10 +64,10 @@ def lookup(fake_mode, key) -> FakeTensor | None:
     return FakeTensor(fake_mode, meta, device)
 
 
-def remember(key, args: tuple, result) -> None:
+def remember(key, args: tuple, kwargs: dict, result) -> None:
     """Record `result`'s metadata if it is one fresh, non-view tensor not requiring grad."""
     if type(result) is not FakeTensor or result.requires_grad or result._is_view():
         return
-    if any(result is a for a in args):
+    if any(result is a for a in (*args, *kwargs.values())):  # in-place, or `out=`
         return
     _memo[key] = (tuple(result.shape), result.stride(), result.dtype, result.device)

@@ -124,9 +124,9 @@ class OutputGraph:
         node = self.graph.create_node(kind, target, fx_args, fx_kwargs)
         node.meta["example_value"] = example
         node.meta["bg_frames"] = tx.frames()
-        for arg in args:
+        for arg in (*args, *kwargs.values()):
             if isinstance(arg, TensorVariable) and arg.example is example:
-                return arg  # an in-place op returns its input: keep one tracker (and `is`)
+                return arg  # an in-place op (or `out=`) returns its input: keep one tracker (and `is`)
         return wrap_op_result(tx, node, example)
 
     def _run_fake(self, tx, kind, target, args, kwargs):
@@ -142,7 +142,7 @@ class OutputGraph:
             else:
                 result = target(*args, **kwargs)
             if key is not None:
-                fake_memo.remember(key, args, result)
+                fake_memo.remember(key, args, kwargs, result)
             return result
         except _DATA_DEPENDENT_ERRORS as e:
             tx.unsupported(f"{_op_name(kind, target)} has an output that depends on tensor data ({type(e).__name__})",
