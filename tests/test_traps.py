@@ -341,3 +341,19 @@ def test_python_side_effects_happen_once_per_call():
         return x + len(log)
 
     check_calls(f, torch.randn(2), [], calls=3)
+
+
+# ------------------------------------------------------------------ view-ness and storage sharing
+
+
+@pytest.mark.parametrize("read", [lambda x, y: x._is_view(), lambda x, y: torch.Tensor._is_view(x),
+                                  lambda x, y: x.is_set_to(y)], ids=["_is_view", "Tensor._is_view", "is_set_to"])
+def test_view_and_storage_reads_are_not_folded(read):
+    # tensor guards pin shape and strides, not whether an input is a view or shares storage
+    def f(x, y):
+        return read(x, y), x + 1
+
+    cf = bytegraph.compile(f, backend="eager")
+    plain, base = torch.randn(3, 4), torch.randn(3, 4)
+    for x, y in ((plain, base), (base[:3], base), (base, base[:3].view(3, 4))):
+        assert_same(f(x, y), cf(x, y), "a read of view-ness or storage sharing")

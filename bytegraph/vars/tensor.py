@@ -49,6 +49,8 @@ _NOT_CAPTURED = {
     "storage": "reads a tensor's storage",
     "__setattr__": "sets an attribute on a tensor",
     "set_": "swaps a tensor's storage",
+    "_is_view": "reads whether a tensor is a view (tensor guards do not pin it)",
+    "is_set_to": "compares tensors' storages (tensor guards do not pin sharing)",
 }
 _UNSUPPORTED_ATTRS = {
     "grad": "reads .grad of a tensor",

@@ -27,7 +27,8 @@ _FACTORIES = (
 )
 _NOT_GRAPH_OPS = (torch.Tensor.backward, torch.Tensor.register_hook, torch.Tensor.item,
                   torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.retain_grad,
-                  torch.Tensor.requires_grad_, torch.Tensor.data_ptr)
+                  torch.Tensor.requires_grad_, torch.Tensor.data_ptr, torch.Tensor._is_view,
+                  torch.Tensor.is_set_to)
 
 
 def _graph_ops() -> frozenset:
