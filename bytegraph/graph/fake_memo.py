@@ -1,12 +1,22 @@
 """Memo of fake-tensor results by (op, argument metadata).
 
 Under static shapes an op's output metadata is a function of the op, the metadata of
-its tensor arguments and its constant arguments (plus the default dtype). Running an
-op through `FakeTensorMode` costs tens of microseconds; building a fake tensor from
-remembered metadata costs about ten. Only the simple case is memoized: no tensor
-argument or result requires grad (autograd metadata can't be rebuilt cheaply), no
-argument or result is a view (aliasing must stay exact), and the result is one fresh
-tensor (not an argument, as in-place ops return). Everything else dispatches for real.
+its tensor arguments (shape, stride, storage offset, dtype, device, requires_grad) and
+its constant arguments, plus the default dtype and the grad mode. Running an op through
+`FakeTensorMode` costs tens of microseconds, and an op on tensors that require grad
+(parameters) hundreds, more for composite ops such as `matmul` or `linear` that
+decompose into several; building a fake tensor from remembered metadata costs about ten.
+
+Only a result that is one tensor sharing no storage with any argument is memoized (so
+not an in-place or `out=` result, nor a view of an argument), at storage offset 0, and
+not a leaf that requires grad. Such a result may still be a view of a temporary the op
+made (`linear` of a 3-d input returns one); as the program cannot reach that temporary
+and reads of view-ness break the graph (`vars/tensor.py`), it is rebuilt as a plain
+tensor, but only when made with grad mode on (a view made under no_grad refuses later
+in-place ops that need grad). A result that requires grad gets autograd history from
+`_FreshResult`, a node whose inputs are the arguments that require grad: it is a
+non-leaf like the op's real result, so `requires_grad`, `is_leaf`, `grad_fn is None`
+and later in-place ops behave the same. Everything else dispatches for real.
 """
 from __future__ import annotations
 
@@ -29,9 +39,7 @@ class _NotMemoizable(Exception):
 def _key_of(x):
     t = type(x)
     if t is FakeTensor:
-        if x.requires_grad or x._is_view():
-            raise _NotMemoizable
-        return (t, tuple(x.shape), x.stride(), x.dtype, x.device)
+        return (t, tuple(x.shape), x.stride(), x.storage_offset(), x.dtype, x.device, x.requires_grad)
     if t in _CONSTANT_TYPES:
         return (t, x)
     if t is tuple or t is list or t is torch.Size:
@@ -45,7 +53,7 @@ def memo_key(kind: str, target, args: tuple, kwargs: dict):
     """The memo key of a call, or None when the call is not memoizable."""
     try:
         key = (kind, target, _key_of(args), tuple((k, _key_of(v)) for k, v in kwargs.items()),
-               torch.get_default_dtype())
+               torch.get_default_dtype(), torch.is_grad_enabled())
         hash(key)
     except _NotMemoizable:
         return None
@@ -54,20 +62,61 @@ def memo_key(kind: str, target, args: tuple, kwargs: dict):
     return key
 
 
-def lookup(fake_mode, key) -> FakeTensor | None:
-    spec = _memo.get(key)
-    if spec is None:
-        return None
-    shape, stride, dtype, device = spec
+class _FreshResult(torch.autograd.Function):
+    """Gives a fake result built from remembered metadata the autograd history of a real
+    op result: `apply(fake_mode, spec, *inputs requiring grad)`. Fake tensors never run
+    backward."""
+
+    @staticmethod
+    def forward(ctx, fake_mode, spec, *grad_inputs):
+        return _allocate(fake_mode, spec)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError("bytegraph: a fake tensor's autograd history is not differentiable")
+
+
+def _allocate(fake_mode, spec) -> FakeTensor:
+    shape, stride, dtype, device, _ = spec
     with torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEYS):
         meta = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
     return FakeTensor(fake_mode, meta, device)
 
 
+def _tensors(x, found: list) -> list:
+    """The fake tensors in an argument structure (the structures `_key_of` accepts)."""
+    t = type(x)
+    if t is FakeTensor:
+        found.append(x)
+    elif t is tuple or t is list:
+        for item in x:
+            _tensors(item, found)
+    elif t is slice:
+        _tensors((x.start, x.stop, x.step), found)
+    return found
+
+
+def _arguments(args: tuple, kwargs: dict) -> list:
+    return _tensors(tuple(kwargs.values()), _tensors(args, []))
+
+
+def lookup(fake_mode, key, args: tuple, kwargs: dict) -> FakeTensor | None:
+    """The remembered result of the call `key` was made from, or None (dispatch for real)."""
+    spec = _memo.get(key)
+    if spec is None:
+        return None
+    if not spec[-1]:
+        return _allocate(fake_mode, spec)
+    result = _FreshResult.apply(fake_mode, spec, *[a for a in _arguments(args, kwargs) if a.requires_grad])
+    return result if result.requires_grad else None
+
+
 def remember(key, args: tuple, kwargs: dict, result) -> None:
-    """Record `result`'s metadata if it is one fresh, non-view tensor not requiring grad."""
-    if type(result) is not FakeTensor or result.requires_grad or result._is_view():
+    """Record `result`'s metadata if it is memoizable (see the module docstring)."""
+    if type(result) is not FakeTensor or result.storage_offset() != 0 or (result.requires_grad and result.is_leaf):
         return
-    if any(result is a for a in (*args, *kwargs.values())):  # in-place, or `out=`
+    if result._is_view() and not torch.is_grad_enabled():
         return
-    _memo[key] = (tuple(result.shape), result.stride(), result.dtype, result.device)
+    if any(torch._C._is_alias_of(result, a) for a in _arguments(args, kwargs)):
+        return
+    _memo[key] = (tuple(result.shape), result.stride(), result.dtype, result.device, result.requires_grad)

@@ -133,7 +133,7 @@ class OutputGraph:
         """Run the op on fake values (inside `tracing()`, so the fake mode is active)."""
         key = fake_memo.memo_key(kind, target, args, kwargs)
         if key is not None:
-            cached = fake_memo.lookup(self.fake_mode, key)
+            cached = fake_memo.lookup(self.fake_mode, key, args, kwargs)
             if cached is not None:
                 return cached
         try:
