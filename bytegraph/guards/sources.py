@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 
 
 class Source:
-    __slots__ = ()
+    __slots__ = ("_hash",)
 
     def name(self) -> str:
         raise NotImplementedError
@@ -34,7 +34,27 @@ class Source:
         return self
 
 
-@dataclass(frozen=True, slots=True)
+def source_class(cls):
+    """`@dataclass(frozen=True, slots=True)` for a `Source`, with its hash computed once per
+    instance: sources nest (a parameter's path is ten deep) and are dict keys everywhere
+    (guards, tracked values, residual code), and the generated hash re-hashes the whole
+    path on every call."""
+    cls = dataclass(frozen=True, slots=True)(cls)
+    fields_hash = cls.__hash__
+
+    def __hash__(self):
+        try:
+            return self._hash
+        except AttributeError:
+            value = fields_hash(self)
+            object.__setattr__(self, "_hash", value)
+            return value
+
+    cls.__hash__ = __hash__
+    return cls
+
+
+@source_class
 class LocalSource(Source):
     local_name: str
 
@@ -45,7 +65,7 @@ class LocalSource(Source):
         cg.load_fast(self.local_name)
 
 
-@dataclass(frozen=True, slots=True)
+@source_class
 class GlobalsDictSource(Source):
     """The root frame's globals dict itself."""
 
@@ -59,7 +79,7 @@ class GlobalsDictSource(Source):
         cg.load_globals_dict()
 
 
-@dataclass(frozen=True, slots=True)
+@source_class
 class GlobalSource(Source):
     """A global of the root frame's module."""
 
@@ -75,7 +95,7 @@ class GlobalSource(Source):
         cg.load_global(self.global_name)
 
 
-@dataclass(frozen=True, slots=True)
+@source_class
 class ClosureSource(Source):
     """The contents of the root frame's closure cell number `index` (free var `var_name`)."""
 
@@ -96,7 +116,7 @@ class ClosureSource(Source):
         return ClosureCellSource(self.index, self.var_name)
 
 
-@dataclass(frozen=True, slots=True)
+@source_class
 class ClosureCellSource(Source):
     """The root frame's closure cell number `index` itself (free variable `var_name`)."""
 
@@ -113,7 +133,7 @@ class ClosureCellSource(Source):
         cg.load_closure(self.var_name)
 
 
-@dataclass(frozen=True, slots=True)
+@source_class
 class AttrSource(Source):
     base: Source
     attr: str
@@ -131,7 +151,7 @@ class AttrSource(Source):
         cg.load_attr(self.attr)
 
 
-@dataclass(frozen=True, slots=True)
+@source_class
 class ItemSource(Source):
     """`base[key]` for a constant key (int, str, or another hashable constant)."""
 
@@ -150,7 +170,7 @@ class ItemSource(Source):
         cg.binary_subscr()
 
 
-@dataclass(frozen=True, slots=True)
+@source_class
 class DefaultsSource(Source):
     """`__defaults__` (or, with `keyword`, `__kwdefaults__`) of the function at `fn`."""
 
@@ -171,7 +191,7 @@ class DefaultsSource(Source):
         cg.load_attr(self._attr())
 
 
-@dataclass(frozen=True, slots=True)
+@source_class
 class DefaultSource(Source):
     """The default value of parameter `param` of the function at `fn`: `__defaults__[index]`,
     or `__kwdefaults__[param]` for a keyword-only parameter (`index` None)."""
@@ -195,7 +215,7 @@ class DefaultSource(Source):
         self._spelled().reconstruct(cg)
 
 
-@dataclass(frozen=True, slots=True)
+@source_class
 class CellContentsSource(Source):
     """The contents of closure cell number `index` (free variable `var_name`) of the function
     at `fn` (the root frame's own cells are `ClosureSource`s)."""
@@ -219,7 +239,7 @@ class CellContentsSource(Source):
         cg.load_attr("cell_contents")
 
 
-@dataclass(frozen=True, slots=True)
+@source_class
 class LocalCellContentsSource(Source):
     """The contents of a closure cell that the frame holds in local `local_name` (a resume
     function's cell argument, Note [Resumed cells] in `translate/resume.py`)."""
@@ -241,7 +261,7 @@ class LocalCellContentsSource(Source):
         cg.load_attr("cell_contents")
 
 
-@dataclass(frozen=True, slots=True)
+@source_class
 class FunctionGlobalSource(Source):
     """A global read by an inlined function from module globals reached through `globals_source`."""
 
@@ -297,7 +317,7 @@ class ObjectSource(Source):
         cg.load_const(self.obj)
 
 
-@dataclass(frozen=True, slots=True)
+@source_class
 class IteratorSeqSource(Source):
     """The sequence a `tuple_iterator`/`list_iterator` at `base` walks (from `__reduce__`)."""
 
@@ -318,7 +338,7 @@ class IteratorSeqSource(Source):
         cg.binary_subscr()
 
 
-@dataclass(frozen=True, slots=True)
+@source_class
 class IteratorIndexSource(Source):
     """How far the `tuple_iterator`/`list_iterator` at `base` has advanced."""
 

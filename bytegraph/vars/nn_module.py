@@ -34,13 +34,12 @@ from __future__ import annotations
 
 import types
 import weakref
-from dataclasses import dataclass
 
 import torch
 from torch.nn.modules import module as _module_mod
 
 from ..guards.guard import Guard, GuardKind
-from ..guards.sources import AttrSource, ObjectSource, Source
+from ..guards.sources import AttrSource, ObjectSource, Source, source_class
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, TupleVariable
@@ -82,7 +81,7 @@ _INDEXABLE = {torch.nn.Sequential.__getitem__, torch.nn.ModuleList.__getitem__, 
 
 # ---- sources ---------------------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
+@source_class
 class ModuleDictItemSource(Source):
     """`owner.__dict__[key]` read through `dict_src` (an alias of that dict in guards);
     `describe()`/`reconstruct()` go through `owner`, the module's own source."""
@@ -102,7 +101,7 @@ class ModuleDictItemSource(Source):
         cg.load_attr(self.key)
 
 
-@dataclass(frozen=True, slots=True)
+@source_class
 class ModuleSlotSource(Source):
     """`owner.<dict_name>[key]`: a submodule, parameter or buffer, read from the dict
     nn.Module keeps it in (what `Module.__getattr__` returns, without its cost)."""
@@ -127,7 +126,7 @@ class ModuleSlotSource(Source):
         cg.binary_subscr()
 
 
-@dataclass(frozen=True, slots=True)
+@source_class
 class ModuleBindSource(Source):
     """The module at `inner`, bound to guard-local `__bg_m<index>` and its `__dict__` to
     `__bg_d<index>`; evaluates to the module (Note [Module guard aliases])."""
@@ -146,7 +145,7 @@ class ModuleBindSource(Source):
         self.inner.reconstruct(cg)
 
 
-@dataclass(frozen=True, slots=True)
+@source_class
 class ModuleAliasSource(Source):
     """`__bg_m<index>` (or `__bg_d<index>`, the module's `__dict__`, when `of_dict`), bound
     by an earlier guard clause (Note [Module guard aliases])."""
@@ -167,7 +166,7 @@ class ModuleAliasSource(Source):
             cg.load_attr("__dict__")
 
 
-@dataclass(frozen=True, slots=True)
+@source_class
 class _Expr(Source):
     """A guard-only boolean-ish expression over other sources (hook checks): `template`
     is formatted with the parts' names; guarded `is None` / `is False`."""
@@ -186,7 +185,7 @@ class _Expr(Source):
         raise NotImplementedError("a guard-only source")
 
 
-@dataclass(frozen=True, slots=True)
+@source_class
 class _Bind(Source):
     """`(alias := inner)`: binds a value (a parameter) for later guard clauses."""
 
@@ -203,7 +202,7 @@ class _Bind(Source):
         self.inner.reconstruct(cg)
 
 
-@dataclass(frozen=True, slots=True)
+@source_class
 class _Alias(Source):
     """The value bound by `_Bind(inner, alias)` in an earlier clause."""
 
@@ -533,7 +532,7 @@ class WeakRefVariable(VariableTracker):
         return tx.wrap(referent, _Called(self.source))
 
 
-@dataclass(frozen=True, slots=True)
+@source_class
 class _Called(Source):
     """`base()`: the referent of a weak reference."""
 
