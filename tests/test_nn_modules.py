@@ -387,6 +387,23 @@ def test_guard_of_deep_parameter_does_not_rewalk_the_module_path():
     assert source.count("['_modules']['0']") == 2, source  # each module path is spelled once
 
 
+def test_residual_code_walks_each_module_path_once():
+    import dis
+
+    blocks = [nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4)) for _ in range(3)]
+    m = nn.Sequential(*blocks, nn.Linear(4, 2))
+    compiled = bytegraph.compile(m, backend=CompileCounter())
+    x = randn(2, 4)
+    assert_same(m(x), compiled(x), "outputs")
+    code = compiled._bg_compiled.entries[0].fn.__code__
+    loads = [i.argval for i in dis.get_instructions(code) if i.opname == "LOAD_ATTR"]
+    # one `_modules` per container, one `_parameters` per module with parameters, though
+    # the graph reads 14 parameters
+    assert loads.count("_modules") == 4 and loads.count("_parameters") == 7, loads
+    params = dict(m.named_parameters())
+    assert len(compiled._bg_compiled.entries[0].graph_module.graph.find_nodes(op="placeholder")) == len(params) + 1
+
+
 # ---- inductor ---------------------------------------------------------------------------------
 
 @pytest.mark.slow

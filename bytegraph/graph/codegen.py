@@ -4,6 +4,13 @@
 `reconstruct(cg)`. Tensors computed by the graph are read from the graph's output
 tuple, kept in the local `__bg_graph_out`; an input tensor is reloaded from its source so
 identity is preserved.
+
+The graph's inputs are loaded from their sources, which for a model's parameters are
+long paths through its modules' dicts (`self._modules['layers']._modules['0']._modules
+['qkv']._parameters['weight']`). Every prefix that several of them share (a module's
+`_parameters`, a ModuleList's `_modules`) is first loaded once into a local
+`__bg_src_N`, and the inputs are read from those locals: fewer instructions to assemble,
+and fewer to run per call. The locals serve only the graph call's arguments.
 """
 from __future__ import annotations
 
@@ -23,6 +30,7 @@ class PyCodegen:
         self.graph_outputs: dict = {}  # id(TensorVariable) -> index into the graph's output tuple
         self.graph_module = None
         self.tempvars: dict = {}  # id(tracker made during tracing) -> local holding its real value
+        self.source_locals: dict = {}  # Source -> local holding its value, while the graph's inputs load
 
     def _emit(self, opname: str, arg=_NO_ARG) -> None:
         if arg is _NO_ARG:
@@ -77,13 +85,52 @@ class PyCodegen:
     def return_value(self) -> None:
         self._emit("RETURN_VALUE")
 
+    def load_source(self, source) -> None:
+        """Load `source`'s value: from the local it is cached in, else along its path."""
+        name = self.source_locals.get(source)
+        if name is None:
+            source.reconstruct(self)
+        else:
+            self.load_fast(name)
+
     def call_graph(self, graph_name: str, input_sources: list) -> None:
-        """`__bg_graph_out = graph_name(*inputs)`."""
+        """`__bg_graph_out = graph_name(*inputs)`, shared prefixes of the inputs' sources
+        cached in locals first (module docstring)."""
+        self._cache_shared_prefixes(input_sources)
         self.load_global(graph_name, push_null=True)
         for src in input_sources:
-            src.reconstruct(self)
+            self.load_source(src)
         self.call(len(input_sources))
         self.store_fast(GRAPH_OUT)
+        self.source_locals.clear()  # later code may run after replayed writes change these paths
+
+    def _cache_shared_prefixes(self, sources: list) -> None:
+        """Store in a local every non-root prefix that would otherwise be loaded twice or more:
+        one used by two or more distinct sources directly, or an input that is also a prefix.
+        A prefix used only through one cached source is loaded once anyway, and is not cached."""
+        users: dict = {}  # prefix -> the distinct sources that read from it directly
+        for src in sources:
+            child, parent = src, src.prefix()
+            while parent is not None:
+                direct = users.setdefault(parent, set())
+                if child in direct:
+                    break  # the rest of this chain is recorded already
+                direct.add(child)
+                child, parent = parent, parent.prefix()
+        inputs = set(sources)
+        for src in sources:
+            chain = []
+            parent = src.prefix()
+            while parent is not None and parent.prefix() is not None:
+                chain.append(parent)
+                parent = parent.prefix()
+            for prefix in reversed(chain):  # outermost first: inner ones load from it
+                loads = len(users[prefix]) + (prefix in inputs)
+                if loads >= 2 and prefix not in self.source_locals:
+                    self.load_source(prefix)
+                    name = f"__bg_src_{len(self.source_locals)}"
+                    self.store_fast(name)
+                    self.source_locals[prefix] = name
 
     def reconstruct(self, vt) -> None:
         index = self.graph_outputs.get(id(vt))

@@ -5,6 +5,10 @@ scope (`name()`: frame locals by their own names, `G` the frame's globals, `C` t
 frame's closure cells) and can emit bytecode that loads the value again inside the
 transformed frame (`reconstruct(cg)`). Guards and residual code both come from
 sources and from nothing else.
+
+A source that reads from another source's value (an attribute, an item) names it as its
+`prefix()` and loads it with `cg.load_source(prefix)`, so residual code can load a prefix
+that many sources share once into a local (`PyCodegen.call_graph`).
 """
 from __future__ import annotations
 
@@ -19,6 +23,11 @@ class Source:
 
     def reconstruct(self, cg) -> None:
         raise NotImplementedError
+
+    def prefix(self) -> Source | None:
+        """The source whose value `reconstruct` loads first (with `cg.load_source`) and then
+        reads from; None for a root (a local, a global, a constant)."""
+        return None
 
     def describe(self) -> str:
         """User-facing spelling, e.g. `x.weight[0]` or `G['scale']`."""
@@ -146,8 +155,11 @@ class AttrSource(Source):
     def describe(self) -> str:
         return f"{self.base.describe()}.{self.attr}"
 
+    def prefix(self) -> Source:
+        return self.base
+
     def reconstruct(self, cg) -> None:
-        self.base.reconstruct(cg)
+        cg.load_source(self.base)
         cg.load_attr(self.attr)
 
 
@@ -164,8 +176,11 @@ class ItemSource(Source):
     def describe(self) -> str:
         return f"{self.base.describe()}[{self.key!r}]"
 
+    def prefix(self) -> Source:
+        return self.base
+
     def reconstruct(self, cg) -> None:
-        self.base.reconstruct(cg)
+        cg.load_source(self.base)
         cg.load_const(self.key)
         cg.binary_subscr()
 
@@ -210,6 +225,9 @@ class DefaultSource(Source):
 
     def describe(self) -> str:
         return f"{DefaultsSource(self.fn, self.index is None).describe()}: {self.param}"
+
+    def prefix(self) -> Source:
+        return self._spelled().prefix()
 
     def reconstruct(self, cg) -> None:
         self._spelled().reconstruct(cg)
@@ -274,8 +292,11 @@ class FunctionGlobalSource(Source):
     def describe(self) -> str:
         return f"global {self.global_name} (via {self.globals_source.describe()})"
 
+    def prefix(self) -> Source:
+        return self.globals_source
+
     def reconstruct(self, cg) -> None:
-        self.globals_source.reconstruct(cg)
+        cg.load_source(self.globals_source)
         cg.load_const(self.global_name)
         cg.binary_subscr()
 
@@ -329,8 +350,11 @@ class IteratorSeqSource(Source):
     def describe(self) -> str:
         return f"items of iterator {self.base.describe()}"
 
+    def prefix(self) -> Source:
+        return self.base
+
     def reconstruct(self, cg) -> None:
-        self.base.reconstruct(cg)
+        cg.load_source(self.base)
         cg.call_method0("__reduce__")
         cg.load_const(1)
         cg.binary_subscr()

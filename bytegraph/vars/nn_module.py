@@ -96,8 +96,11 @@ class ModuleDictItemSource(Source):
     def describe(self) -> str:
         return f"{self.owner.describe()}.{self.key}"
 
+    def prefix(self) -> Source:
+        return self.owner
+
     def reconstruct(self, cg) -> None:
-        self.owner.reconstruct(cg)
+        cg.load_source(self.owner)
         cg.load_attr(self.key)
 
 
@@ -119,9 +122,13 @@ class ModuleSlotSource(Source):
             return f"{self.owner.describe()}.{self.key}"
         return f"{self.owner.describe()}[{self.key}]"
 
+    def prefix(self) -> Source:
+        """The slot dict (`owner.<dict_name>`): siblings share it, so residual code can load
+        it once for all of a module's parameters."""
+        return ModuleDictItemSource(self.dict_src, self.dict_name, self.owner)
+
     def reconstruct(self, cg) -> None:
-        self.owner.reconstruct(cg)
-        cg.load_attr(self.dict_name)
+        cg.load_source(self.prefix())
         cg.load_const(self.key)
         cg.binary_subscr()
 
@@ -141,8 +148,11 @@ class ModuleBindSource(Source):
     def describe(self) -> str:
         return self.inner.describe()
 
+    def prefix(self) -> Source:
+        return self.inner
+
     def reconstruct(self, cg) -> None:
-        self.inner.reconstruct(cg)
+        cg.load_source(self.inner)
 
 
 @source_class
@@ -160,8 +170,11 @@ class ModuleAliasSource(Source):
     def describe(self) -> str:
         return f"{self.inner.describe()}.__dict__" if self.of_dict else self.inner.describe()
 
+    def prefix(self) -> Source:
+        return self.inner
+
     def reconstruct(self, cg) -> None:
-        self.inner.reconstruct(cg)
+        cg.load_source(self.inner)
         if self.of_dict:
             cg.load_attr("__dict__")
 
@@ -198,8 +211,11 @@ class _Bind(Source):
     def describe(self) -> str:
         return self.inner.describe()
 
+    def prefix(self) -> Source:
+        return self.inner
+
     def reconstruct(self, cg) -> None:
-        self.inner.reconstruct(cg)
+        cg.load_source(self.inner)
 
 
 @source_class
@@ -215,8 +231,11 @@ class _Alias(Source):
     def describe(self) -> str:
         return self.inner.describe()
 
+    def prefix(self) -> Source:
+        return self.inner
+
     def reconstruct(self, cg) -> None:
-        self.inner.reconstruct(cg)
+        cg.load_source(self.inner)
 
 
 # Note [Module call guard]: one clause per called module: no hook of any kind, no
@@ -544,9 +563,12 @@ class _Called(Source):
     def describe(self) -> str:
         return f"{self.base.describe()}()"
 
+    def prefix(self) -> Source:
+        return self.base
+
     def reconstruct(self, cg) -> None:
         cg.push_null()
-        self.base.reconstruct(cg)
+        cg.load_source(self.base)
         cg.call(0)
 
 
