@@ -19,6 +19,7 @@ from torch._subclasses.fake_tensor import (DataDependentOutputException, Dynamic
                                            FakeTensorMode, UnsupportedOperatorException)
 
 from . import fake_memo
+from .fake_inputs import fake_input
 from ..guards.guard import Guard, GuardKind, TensorSpec
 from ..vars.base import VariableTracker
 from ..vars.builder import wrap_op_result
@@ -73,7 +74,7 @@ class OutputGraph:
             return existing
         name = _placeholder_name(source.name(), len(self.inputs))
         node = self.graph.placeholder(name)
-        example = self.fake_mode.from_tensor(real, static_shapes=True)
+        example = fake_input(self.fake_mode, real)
         node.meta["example_value"] = example
         vt = TensorVariable(node, example, source, cls=type(real))
         self.inputs.append((source, vt, real))

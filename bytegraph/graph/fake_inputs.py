@@ -1,0 +1,48 @@
+"""Fake tensors for graph inputs.
+
+`FakeTensorMode.from_tensor` describes a real tensor in full (a view and its base,
+storage shared with other tensors, autograd history, subclasses, `.grad`) and costs
+about 150 µs; a model sends every parameter through it. A plain tensor or parameter
+that is a leaf, not a view, strided, at storage offset 0, and the only tensor on its
+storage has none of that to describe: its fake is allocated from its shape, strides,
+dtype, device and requires_grad (~15 µs). Everything else goes through `from_tensor`,
+which also makes fakes of tensors that share a storage share one.
+"""
+from __future__ import annotations
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensor
+
+# Keys that route a call to Python modes; excluded so the meta allocation below is not
+# itself intercepted by the active fake mode.
+_PYTHON_KEYS = (torch._C.DispatchKeySet(torch._C.DispatchKey.Python)
+                | torch._C.DispatchKeySet(torch._C.DispatchKey.PythonTLSSnapshot))
+_PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)
+
+
+def _storage_users(t: torch.Tensor) -> int:
+    return torch._C._storage_Use_Count(t.untyped_storage()._cdata)
+
+
+# What a storage that one tensor alone uses reports (its Python storage object counts too).
+_ONE_USER = _storage_users(torch.empty(1))
+
+
+def _is_plain(t: torch.Tensor) -> bool:
+    return (type(t) in _PLAIN_TYPES and t.layout is torch.strided and t.grad_fn is None and t._base is None
+            and t.storage_offset() == 0 and t.device.type != "meta" and not t.is_quantized
+            and not t.is_nested and not t.is_conj() and not t.is_neg() and not t.is_inference()
+            and _storage_users(t) == _ONE_USER)
+
+
+def fake_input(fake_mode, real: torch.Tensor) -> FakeTensor:
+    """The fake tensor standing for graph input `real` (static shapes)."""
+    if not _is_plain(real):
+        return fake_mode.from_tensor(real, static_shapes=True)
+    with torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEYS):
+        meta = torch.empty_strided(real.shape, real.stride(), dtype=real.dtype, device="meta",
+                                   requires_grad=real.requires_grad)
+    fake = FakeTensor(fake_mode, meta, real.device)
+    if type(real) is torch.nn.Parameter:
+        fake._is_param = True  # as from_tensor marks it: isinstance(fake, Parameter) holds
+    return fake
