@@ -14,7 +14,8 @@ made (`linear` of a 3-d input returns one); as the program cannot reach that tem
 and reads of view-ness break the graph (`vars/tensor.py`), it is rebuilt as a plain
 tensor, but only when made with grad mode on (a view made under no_grad refuses later
 in-place ops that need grad). A result that requires grad gets autograd history from
-`_FreshResult`, a node whose inputs are the arguments that require grad: it is a
+`_FreshResult`, a node whose input is an argument that requires grad (one is enough:
+fake tensors never run backward, and each input costs a device query): it is a
 non-leaf like the op's real result, so `requires_grad`, `is_leaf`, `grad_fn is None`
 and later in-place ops behave the same. Everything else dispatches for real.
 """
@@ -64,11 +65,10 @@ def memo_key(kind: str, target, args: tuple, kwargs: dict):
 
 class _FreshResult(torch.autograd.Function):
     """Gives a fake result built from remembered metadata the autograd history of a real
-    op result: `apply(fake_mode, spec, *inputs requiring grad)`. Fake tensors never run
-    backward."""
+    op result: `apply(fake_mode, spec, an argument requiring grad)`."""
 
     @staticmethod
-    def forward(ctx, fake_mode, spec, *grad_inputs):
+    def forward(ctx, fake_mode, spec, grad_input):
         return _allocate(fake_mode, spec)
 
     @staticmethod
@@ -107,7 +107,10 @@ def lookup(fake_mode, key, args: tuple, kwargs: dict) -> FakeTensor | None:
         return None
     if not spec[-1]:
         return _allocate(fake_mode, spec)
-    result = _FreshResult.apply(fake_mode, spec, *[a for a in _arguments(args, kwargs) if a.requires_grad])
+    grad_input = next((a for a in _arguments(args, kwargs) if a.requires_grad), None)
+    if grad_input is None:
+        return None
+    result = _FreshResult.apply(fake_mode, spec, grad_input)
     return result if result.requires_grad else None
 
 
