@@ -100,14 +100,14 @@ class OutputGraph:
         rejects its inputs; here that is the user's own error (e.g. mismatched shapes), which
         the eager run then raises with the user's traceback, so that log is silenced."""
         prior = torch.is_grad_enabled()
-        prior_level = _FAKE_TENSOR_LOG.level
-        _FAKE_TENSOR_LOG.setLevel(logging.CRITICAL)
+        prior_disabled = _FAKE_TENSOR_LOG.disabled
+        _FAKE_TENSOR_LOG.disabled = True  # not setLevel: that clears the caches of all ~200 loggers
         try:
             with self.fake_mode:
                 yield
         finally:
             torch._C._set_grad_enabled(prior)
-            _FAKE_TENSOR_LOG.setLevel(prior_level)
+            _FAKE_TENSOR_LOG.disabled = prior_disabled
 
     def set_grad_enabled(self, mode: bool) -> None:
         if mode != self.grad_enabled:
