@@ -108,25 +108,28 @@ class PyCodegen:
         """Store in a local every non-root prefix that would otherwise be loaded twice or more:
         one used by two or more distinct sources directly, or an input that is also a prefix.
         A prefix used only through one cached source is loaded once anyway, and is not cached."""
+        parent_of: dict = {}  # every source on the inputs' paths -> its prefix (None: a root)
         users: dict = {}  # prefix -> the distinct sources that read from it directly
         for src in sources:
-            child, parent = src, src.prefix()
-            while parent is not None:
-                direct = users.setdefault(parent, set())
-                if child in direct:
-                    break  # the rest of this chain is recorded already
-                direct.add(child)
-                child, parent = parent, parent.prefix()
+            node = src
+            while node not in parent_of:
+                parent = node.prefix()
+                parent_of[node] = parent
+                if parent is None:
+                    break
+                users.setdefault(parent, set()).add(node)
+                node = parent
         inputs = set(sources)
+        done = set()
         for src in sources:
             chain = []
-            parent = src.prefix()
-            while parent is not None and parent.prefix() is not None:
-                chain.append(parent)
-                parent = parent.prefix()
+            node = parent_of[src]
+            while node is not None and parent_of[node] is not None and node not in done:
+                chain.append(node)
+                node = parent_of[node]
             for prefix in reversed(chain):  # outermost first: inner ones load from it
-                loads = len(users[prefix]) + (prefix in inputs)
-                if loads >= 2 and prefix not in self.source_locals:
+                done.add(prefix)
+                if len(users[prefix]) + (prefix in inputs) >= 2:
                     self.load_source(prefix)
                     name = f"__bg_src_{len(self.source_locals)}"
                     self.store_fast(name)
