@@ -387,6 +387,21 @@ def test_guard_of_deep_parameter_does_not_rewalk_the_module_path():
     assert source.count("['_modules']['0']") == 2, source  # each module path is spelled once
 
 
+def test_tied_parameter_is_one_input_guarded_by_identity():
+    m = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 4))
+    m[2].weight = m[0].weight
+    counter = CompileCounter()
+    compiled = bytegraph.compile(m, backend=counter)
+    x = randn(2, 4)
+    for _ in range(2):
+        assert_same(m(x), compiled(x), "tied")
+    assert counter.frame_count == 1
+    assert len(counter.graphs[0].graph.find_nodes(op="placeholder")) == 4  # x, one weight, two biases
+    m[2].weight = nn.Parameter(m[0].weight.detach().clone() * 2)  # untied: the identity guard fails
+    assert_same(m(x), compiled(x), "untied")
+    assert counter.frame_count == 2
+
+
 def test_residual_code_walks_each_module_path_once():
     import dis
 

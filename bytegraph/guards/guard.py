@@ -61,7 +61,7 @@ class Guard:
         k = self.kind
         if k is GuardKind.TENSOR_MATCH:
             e: TensorSpec = self.expected
-            return (f"type({s}) is {bind(e.type)} and {s}.dtype is {bind(e.dtype)} "
+            return (f"type({self.source.binding_name()}) is {bind(e.type)} and {s}.dtype is {bind(e.dtype)} "
                     f"and {s}.device == {bind(e.device)} and {s}.shape == {e.shape!r} "
                     f"and {s}.stride() == {e.stride!r} and {s}.requires_grad is {e.requires_grad!r}")
         if k is GuardKind.CONSTANT_MATCH:
@@ -90,7 +90,7 @@ class Guard:
             names = ", ".join(src.name() for src in self.expected)
             return f"len({{id(v) for v in ({names},)}}) == {len(self.expected)}"
         if k is GuardKind.SAME_OBJECT:
-            return f"{s} is {self.expected.name()}"
+            return f"{self.source.binding_name()} is {self.expected.name()}"
         if k is GuardKind.SET_MATCH:
             return f"{s} == {bind(self.expected)}"
         if k is GuardKind.FUNCTION_MATCH:

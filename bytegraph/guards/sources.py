@@ -24,6 +24,11 @@ class Source:
     def reconstruct(self, cg) -> None:
         raise NotImplementedError
 
+    def binding_name(self) -> str:
+        """How the first guard clause that reads this source spells it: a source naming a
+        value that guard clauses bind once (a module's parameter) binds it there."""
+        return self.name()
+
     def prefix(self) -> Source | None:
         """The source whose value `reconstruct` loads first (with `cg.load_source`) and then
         reads from; None for a root (a local, a global, a constant)."""

@@ -24,9 +24,10 @@ The guard function evaluates every clause from the frame's locals, so a paramete
 three modules deep would re-walk the module path for every clause. The type guard of
 a module therefore binds the module and its `__dict__` to guard-local names with `:=`
 (`ModuleBindSource`: `__bg_m3`, `__bg_d3`), and every source below it starts from the
-dict alias (`ModuleAliasSource`); a parameter is bound likewise (`__bg_t7`) before its
-tensor guard. This is sound because guards are evaluated in insertion order and a
-module's type guard is installed before anything is read from it; an unguarded module
+dict alias (`ModuleAliasSource`); a parameter is bound likewise (`__bg_t7`) by the first
+conjunct of its tensor guard (`_Alias.binding_name`), the first clause that reads it.
+This is sound because guards are evaluated in insertion order and a module's type
+guard is installed before anything is read from it; an unguarded module
 (wrap(..., guard=False)) is never aliased. Residual code never uses the aliases: every
 source reconstructs from the frame (`reconstruct` goes through `owner`).
 """
@@ -199,34 +200,17 @@ class _Expr(Source):
 
 
 @source_class
-class _Bind(Source):
-    """`(alias := inner)`: binds a value (a parameter) for later guard clauses."""
-
-    inner: Source
-    alias: str
-
-    def name(self) -> str:
-        return f"({self.alias} := {self.inner.name()})"
-
-    def describe(self) -> str:
-        return self.inner.describe()
-
-    def prefix(self) -> Source:
-        return self.inner
-
-    def reconstruct(self, cg) -> None:
-        cg.load_source(self.inner)
-
-
-@source_class
 class _Alias(Source):
-    """The value bound by `_Bind(inner, alias)` in an earlier clause."""
+    """A value (a parameter) bound to guard-local `alias` by the first clause that reads it."""
 
     inner: Source
     alias: str
 
     def name(self) -> str:
         return self.alias
+
+    def binding_name(self) -> str:
+        return f"({self.alias} := {self.inner.name()})"
 
     def describe(self) -> str:
         return self.inner.describe()
@@ -338,11 +322,8 @@ class NNModuleVariable(UserObjectVariable):
         if isinstance(value, torch.Tensor) and isinstance(self.dict_src, ModuleAliasSource):
             cached = tx.output.tracked.get(source)
             if cached is None:
-                # bind the tensor once, so its metadata guard does not re-walk the path
-                index = _next_alias(tx)
-                tx.output.add_guard(Guard(GuardKind.TYPE_MATCH, _Bind(source, f"__bg_t{index}"), type(value),
-                                          tx.guard_location()))
-                cached = tx.output.add_input(_Alias(source, f"__bg_t{index}"), value)
+                # its tensor guard binds it, so the rest of that guard does not re-walk the path
+                cached = tx.output.add_input(_Alias(source, f"__bg_t{_next_alias(tx)}"), value)
                 _name_placeholder(cached.node, source.describe())
                 tx.output.tracked[source] = cached
             return cached
