@@ -206,8 +206,11 @@ class DefaultsSource(Source):
     def describe(self) -> str:
         return f"{'keyword-only defaults' if self.keyword else 'defaults'} of {self.fn.describe()}"
 
+    def prefix(self) -> Source:
+        return self.fn
+
     def reconstruct(self, cg) -> None:
-        self.fn.reconstruct(cg)
+        cg.load_source(self.fn)
         cg.load_attr(self._attr())
 
 
@@ -257,8 +260,11 @@ class CellContentsSource(Source):
     def describe(self) -> str:
         return f"closure variable {self.var_name} of {self.fn.describe()}"
 
+    def prefix(self) -> Source:
+        return self.cell()
+
     def reconstruct(self, cg) -> None:
-        self.cell().reconstruct(cg)
+        cg.load_source(self.cell())
         cg.load_attr("cell_contents")
 
 
