@@ -86,3 +86,45 @@ def test_scalar_tensor_metadata():
         return s.shape, s.dim(), s.numel(), s * 2, s.unsqueeze(0).shape
 
     check(f, torch.randn(3), graphs=1)
+
+
+def test_metadata_the_tensor_guard_does_not_pin_is_guarded_when_read():
+    # is_leaf, grad_fn, storage_offset() and is_inference() of an input are not in its tensor
+    # guard: reading them pins them, so a later input that differs recompiles
+    from helpers import check_sequence
+
+    def f(x):
+        return x * 2, x.is_leaf, x.storage_offset(), x.is_inference(), x.is_contiguous()
+
+    base = torch.randn(10, requires_grad=True)
+    r = check_sequence(f, [(torch.randn(6),), ((base * 2)[4:],), (torch.randn(6),)])
+    assert r.counter.frame_count == 2
+
+
+def test_is_inference_of_input_is_guarded():
+    # (not through check_sequence: deep copies of inference tensors are normal tensors)
+    import bytegraph
+    from helpers import compile_counted
+
+    def f(x):
+        return x * 2, x.is_inference()
+
+    compiled, counter = compile_counted(f)
+    with torch.inference_mode():
+        inference = torch.randn(3)
+    for x in (torch.randn(3), inference, torch.randn(3)):
+        assert compiled(x)[1] == f(x)[1] == x.is_inference()
+    assert counter.frame_count == 2
+    bytegraph.reset()
+
+
+def test_grad_fn_of_input_read_as_none():
+    from helpers import check_sequence
+
+    def f(x):
+        if x.grad_fn is None:
+            return x + 1
+        return x - 1
+
+    base = torch.randn(4, requires_grad=True)
+    check_sequence(f, [(torch.randn(4),), (base * 3,), (torch.randn(4),)])

@@ -67,6 +67,13 @@ class OutputGraph:
         for key in self.first_use.pop(name, ()):
             self.guards[key] = dataclasses.replace(self.guards[key], user_location=location)
 
+    def real_input(self, vt: TensorVariable) -> torch.Tensor | None:
+        """The real tensor behind graph input `vt` (None if `vt` is not an input)."""
+        for _, input_vt, real in self.inputs:
+            if input_vt is vt:
+                return real
+        return None
+
     def add_input(self, source, real: torch.Tensor) -> TensorVariable:
         existing = self._input_by_id.get(id(real))
         if existing is not None:

@@ -384,3 +384,18 @@ class IteratorIndexSource(Source):
 
     def describe(self) -> str:
         return f"position of iterator {self.base.describe()}"
+
+
+@source_class
+class MethodResultSource(Source):
+    """What the no-argument method `method` of the value at `base` returns (for guards
+    only: `x.storage_offset()`)."""
+
+    base: Source
+    method: str
+
+    def name(self) -> str:
+        return f"{self.base.name()}.{self.method}()"
+
+    def describe(self) -> str:
+        return f"{self.base.describe()}.{self.method}()"

@@ -11,6 +11,8 @@ import operator
 
 import torch
 
+from ..guards.guard import Guard, GuardKind
+from ..guards.sources import AttrSource, MethodResultSource
 from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import SizeVariable, TupleVariable
@@ -27,6 +29,10 @@ _METADATA_METHODS = frozenset({
     "is_contiguous", "element_size", "get_device", "is_signed", "storage_offset",
     "is_inference", "has_names",
 })
+# Metadata the tensor guard does not pin: read from an input tensor, it is guarded then.
+_PINNED_ON_READ_ATTRS = frozenset({"is_leaf", "is_sparse", "is_quantized", "is_meta", "is_mkldnn", "is_nested",
+                                   "layout"})
+_PINNED_ON_READ_METHODS = frozenset({"storage_offset", "is_inference", "is_contiguous", "has_names"})
 # Attributes computed by a graph op.
 _GRAPH_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
 
@@ -81,11 +87,13 @@ class TensorVariable(VariableTracker):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if name == "shape":
             return SizeVariable([ConstantVariable(s) for s in self.example.shape])
+        if name in _PINNED_ON_READ_ATTRS:
+            return ConstantVariable(self._pinned(tx, AttrSource, name))
         if name in _METADATA_ATTRS:
             return ConstantVariable(getattr(self.example, name))
         if name in _GRAPH_ATTRS:
             return tx.output.call_op("call_function", getattr, [self, ConstantVariable(name)], {})
-        if name == "grad_fn" and self.example.grad_fn is None:
+        if name == "grad_fn" and self._grad_fn_is_none(tx):
             return ConstantVariable(None)
         if name in _UNSUPPORTED_ATTRS:
             tx.unsupported(f"code {_UNSUPPORTED_ATTRS[name]} ({self.describe()})",
@@ -105,9 +113,34 @@ class TensorVariable(VariableTracker):
         if name in _METADATA_METHODS or (name == "size") or (name == "type" and not args and not kwargs):
             from .builder import fold_call
 
+            if name in _PINNED_ON_READ_METHODS and not args and not kwargs:
+                return _wrap_metadata(self._pinned(tx, MethodResultSource, name))
+
             return fold_call(tx, getattr(self.example, name), args, kwargs, f"Tensor.{name}",
                              wrap_result=_wrap_metadata)
         return tx.output.call_op("call_method", name, [self, *args], kwargs)
+
+    def _pinned(self, tx, source_kind, name: str):
+        """Attribute (or no-argument method result) `name` that the tensor guard does not pin:
+        for an input tensor, the real tensor's value, guarded from now on (its fake may
+        differ: a non-leaf input's fake is a leaf); for a graph result, the fake's."""
+        real = tx.output.real_input(self) if self.source is not None else None
+        value = getattr(real if real is not None else self.example, name)
+        if callable(value):
+            value = value()
+        if real is not None:
+            tx.output.add_guard(Guard(GuardKind.CONSTANT_MATCH, source_kind(self.source, name), value,
+                                      tx.guard_location()))
+        return value
+
+    def _grad_fn_is_none(self, tx) -> bool:
+        """`x.grad_fn is None` (a leaf or a tensor without history); guarded for an input."""
+        real = tx.output.real_input(self) if self.source is not None else None
+        if (real if real is not None else self.example).grad_fn is not None:
+            return False
+        if real is not None:
+            self._pinned(tx, AttrSource, "grad_fn")
+        return True
 
     def unpack(self, tx) -> list:
         if self.example.dim() == 0:
