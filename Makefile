@@ -31,5 +31,9 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
 
+# One intra-op thread for both systems: on a shared 2-core machine torch's second thread
+# stalls eager runs by ~150 ms at random (docs/performance.md). BENCH_THREADS=2 to change.
+BENCH_THREADS ?= 1
+
 bench: $(STAMP)
-	$(PY) -m bench.run
+	OMP_NUM_THREADS=$(BENCH_THREADS) $(PY) -m bench.run
