@@ -74,6 +74,19 @@ def bind_class_attribute(tx, obj: VariableTracker, owner: type, name: str, attr,
     return wrap_attribute(tx, attr, src)
 
 
+def bind_on_class(tx, cls_vt, owner: type, name: str, attr):
+    """`cls.name` for a function-like `attr` found on `owner` in the MRO of the class at
+    `cls_vt`: a method bound to the class for a classmethod, the function for a
+    staticmethod or a plain function; None for anything else."""
+    if isinstance(attr, classmethod):
+        return BoundMethodVariable(tx.wrap(attr.__func__, class_dict_source(owner, name, "__func__")), cls_vt)
+    if isinstance(attr, staticmethod):
+        return tx.wrap(attr.__func__, class_dict_source(owner, name, "__func__"))
+    if isinstance(attr, types.FunctionType):
+        return tx.wrap(attr, class_dict_source(owner, name))
+    return None
+
+
 def wrap_attribute(tx, value, src):
     """An attribute value read through `src`; ints stay unpinned until tracing uses them."""
     if type(value) is int:
@@ -118,12 +131,9 @@ class ClassVariable(VariableTracker):
             except AttributeError as e:
                 tx.raise_user_error(e)
             return tx.wrap(value, src)
-        if isinstance(attr, classmethod):
-            return BoundMethodVariable(tx.wrap(attr.__func__, class_dict_source(owner, name, "__func__")), self)
-        if isinstance(attr, staticmethod):
-            return tx.wrap(attr.__func__, class_dict_source(owner, name, "__func__"))
-        if isinstance(attr, types.FunctionType):
-            return tx.wrap(attr, class_dict_source(owner, name))
+        bound = bind_on_class(tx, self, owner, name, attr)
+        if bound is not None:
+            return bound
         return tx.wrap(getattr(self.cls, name), src if src is not None else class_dict_source(owner, name))
 
     def unpack(self, tx) -> list:

@@ -10,7 +10,7 @@ methods that mention `super`. What the lookup finds is bound like any class attr
 from __future__ import annotations
 
 from .base import VariableTracker
-from .classes import ClassVariable, bind_class_attribute, class_dict_source
+from .classes import ClassVariable, bind_class_attribute, bind_on_class, class_dict_source
 
 
 class SuperVariable(VariableTracker):
@@ -44,14 +44,8 @@ class SuperVariable(VariableTracker):
         if owner is object:
             return self._object_method(tx, name, attr)
         if self._binds_class():
-            if isinstance(attr, classmethod):
-                from .functions import BoundMethodVariable
-
-                return BoundMethodVariable(tx.wrap(attr.__func__, class_dict_source(owner, name, "__func__")),
-                                           self.obj)
-            if isinstance(attr, staticmethod):
-                return tx.wrap(attr.__func__, class_dict_source(owner, name, "__func__"))
-            return tx.wrap(attr, class_dict_source(owner, name))  # functions stay unbound
+            bound = bind_on_class(tx, self.obj, owner, name, attr)
+            return bound if bound is not None else tx.wrap(attr, class_dict_source(owner, name))
         return bind_class_attribute(tx, self.obj, owner, name, attr, None)
 
     def _object_method(self, tx, name, attr):
