@@ -179,3 +179,11 @@ def test_out_argument_is_returned_as_itself():
         return y is c, z is c, y
 
     check(f, torch.randn(3), torch.randn(3), torch.zeros(3), graphs=1)
+
+
+def test_out_tuple_results_are_the_out_tensors():
+    def f(x, v, i):
+        r = torch.max(x, 0, out=(v, i))
+        return r, r[0] is v, r[1] is i, r.values is v
+
+    check(f, torch.randn(3, 4), torch.empty(4), torch.empty(4, dtype=torch.long), graphs=1, fullgraph=True)

@@ -24,7 +24,7 @@ from ..guards.guard import Guard, GuardKind, TensorSpec
 from ..vars.base import VariableTracker
 from ..vars.builder import wrap_op_result
 from ..vars.constant import ConstantVariable
-from ..vars.containers import BaseListVariable, DictVariable, SizeVariable
+from ..vars.containers import BaseListVariable, DictVariable, NamedTupleVariable, SizeVariable, TupleVariable
 from ..vars.tensor import TensorVariable
 
 _FAKE_TENSOR_LOG = logging.getLogger("torch._subclasses.fake_tensor")
@@ -135,6 +135,10 @@ class OutputGraph:
         for arg in (*args, *kwargs.values()):
             if isinstance(arg, TensorVariable) and arg.example is example:
                 return arg  # an in-place op (or `out=`) returns its input: keep one tracker (and `is`)
+        out = kwargs.get("out") if kwargs else None
+        if isinstance(out, BaseListVariable) and isinstance(example, tuple) and len(out.items) == len(example) \
+                and all(isinstance(o, TensorVariable) and o.example is e for o, e in zip(out.items, example)):
+            return _structure_like(example, list(out.items))  # `out=(v, i)`: the result holds v and i
         return wrap_op_result(tx, node, example)
 
     def _run_fake(self, tx, kind, target, args, kwargs):
@@ -220,3 +224,12 @@ def warm_up() -> None:
     graph = torch.fx.Graph()
     graph.output(graph.placeholder("x"))
     torch.fx.GraphModule(torch.nn.Module(), graph)
+
+
+def _structure_like(example: tuple, items: list) -> VariableTracker:
+    """A tuple tracker of `items` with the type of the op result `example` (a plain tuple,
+    a named tuple or a torch.return_types structseq)."""
+    cls = type(example)
+    if hasattr(cls, "__match_args__") or hasattr(cls, "_fields"):
+        return NamedTupleVariable(items, cls)
+    return TupleVariable(items)
