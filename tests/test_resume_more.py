@@ -607,3 +607,33 @@ def test_try_with_cells_breaks_still_correct():
         return g()
 
     check(f, T(3, grad=True))
+
+
+class _BlockBreakNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.lin(x)
+        with torch.no_grad():
+            stats = h.mean()
+            print("stats", round(float(stats), 4))
+        try:
+            out = torch.relu(h) * 2
+        finally:
+            print("done")
+        return out, stats
+
+
+def test_break_in_with_and_try_blocks_of_a_compiled_modules_forward_is_captured():
+    # the module's forward is inlined into the wrapper's root frame; a break inside its
+    # with block is taken at the module call, which then runs forward compiled on its own
+    torch.manual_seed(0)
+    net = _BlockBreakNet()
+    check(lambda m, x: m(x), net, torch.randn(2, 4, requires_grad=True))
+    torch.manual_seed(0)
+    out = bytegraph.explain(_BlockBreakNet())(torch.randn(2, 4))
+    assert out.graph_count >= 2, out  # linear + mean before the break, relu/mul after it
+    ops = [str(op) for graph_ops in out.ops_per_graph for op in graph_ops]
+    assert any("linear" in op for op in ops) and any("relu" in op for op in ops), out

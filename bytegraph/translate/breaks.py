@@ -38,6 +38,7 @@ from bytecode import Instr, Label, TryBegin, TryEnd
 
 from .._bytecode.analysis import cells_read_before_written, handlers, live_locals
 from .._bytecode.instructions import instructions_of
+from ..vars.classes import class_dict_source, class_lookup
 from ..vars.containers import TupleVariable
 from ..vars.functions import BoundMethodVariable, UserFunctionVariable
 from ..vars.iterators import IteratorVariable
@@ -323,10 +324,13 @@ def _stack_temp(slot: int) -> str:
 
 
 def _callable_slot(inst, stack) -> int | None:
-    if inst.opname != "CALL":
+    if inst.opname == "CALL":
+        slot = len(stack) - inst.arg - 1
+    elif inst.opname == "CALL_FUNCTION_EX":  # [NULL, callable, args tuple, (kwargs dict)]
+        slot = len(stack) - 2 - (inst.arg & 1)
+    else:
         return None
-    slot = len(stack) - inst.arg - 1
-    return slot if stack[slot - 1] is NULL else None
+    return slot if slot >= 1 and stack[slot - 1] is NULL else None
 
 
 def _reconstruct_callee(cg, vt, compile_fn) -> None:
@@ -337,13 +341,31 @@ def _reconstruct_callee(cg, vt, compile_fn) -> None:
     if isinstance(vt, UserFunctionVariable) and is_traceable(vt.fn):
         _compiled_at_runtime(cg, vt, compile_fn)
     elif isinstance(vt, BoundMethodVariable) and isinstance(vt.fn, UserFunctionVariable) and is_traceable(vt.fn.fn):
-        cg.push_null()
-        cg.load_const(types.MethodType)
-        _compiled_at_runtime(cg, vt.fn, compile_fn)
-        cg.reconstruct(vt.obj)
-        cg.call(2)
+        _bound_compiled(cg, vt.fn, vt.obj, compile_fn)
+    elif isinstance(vt, NNModuleVariable) and vt.source is not None and _plain_forward(vt) is not None \
+            and not vt.has_hooks(cg.tx):
+        # a module without hooks (now guarded) is called as `forward(module, ...)`: compiled
+        owner, forward = _plain_forward(vt)
+        _bound_compiled(cg, cg.tx.wrap(forward, class_dict_source(owner, "forward")), vt, compile_fn)
     else:
         cg.reconstruct(vt)
+
+
+def _plain_forward(vt):
+    """(owner class, function) of a module's class-level `forward` written in Python, or None."""
+    owner, forward = class_lookup(type(vt.value), "forward")
+    if isinstance(forward, types.FunctionType) and is_traceable(forward):
+        return owner, forward
+    return None
+
+
+def _bound_compiled(cg, fn_vt, obj_vt, compile_fn) -> None:
+    """Push `types.MethodType(compile_fn(<fn>), <obj>)`."""
+    cg.push_null()
+    cg.load_const(types.MethodType)
+    _compiled_at_runtime(cg, fn_vt, compile_fn)
+    cg.reconstruct(obj_vt)
+    cg.call(2)
 
 
 def _compiled_at_runtime(cg, fn_vt, compile_fn) -> None:

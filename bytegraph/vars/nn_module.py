@@ -375,11 +375,11 @@ class NNModuleVariable(UserObjectVariable):
         module = self.value
         cls = type(module)
         if cls.__call__ is torch.nn.Module.__call__ and cls._call_impl is torch.nn.Module._call_impl \
-                and not self._has_hooks(tx):
+                and not self.has_hooks(tx):
             return self.var_getattr(tx, "forward").call_function(tx, args, kwargs)
         return super().call_function(tx, args, kwargs)  # inline type(module).__call__ (hooks run)
 
-    def _has_hooks(self, tx) -> bool:
+    def has_hooks(self, tx) -> bool:
         """Whether a call must run `Module._call_impl`'s hook logic (Note [Module call guard])."""
         d = self.value.__dict__
         present = bool(d["_backward_hooks"] or d["_backward_pre_hooks"] or d["_forward_hooks"]
