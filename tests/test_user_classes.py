@@ -934,3 +934,16 @@ def test_unsupported_constructs_run_eagerly_and_say_why(make, why):
     check(make, T())
     with pytest.raises(bytegraph.Unsupported, match=why):
         bytegraph.compile(make, fullgraph=True)(T())
+
+
+@pytest.mark.parametrize("action", ["set", "delete"])
+def test_property_without_setter_or_deleter_raises_like_eager(action):
+    def f(x):
+        o = Base(1.0)
+        if action == "set":
+            o.doubled = 3
+        else:
+            del o.doubled
+        return x
+
+    check(f, T())

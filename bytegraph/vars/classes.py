@@ -51,16 +51,10 @@ def bind_class_attribute(tx, obj: VariableTracker, owner: type, name: str, attr,
     no instance attribute shadows it; `src` is the source of `obj.name` (or None)."""
     if isinstance(attr, types.FunctionType):
         return BoundMethodVariable(tx.wrap(attr, class_dict_source(owner, name)), obj, src)
-    if isinstance(attr, staticmethod):
-        return tx.wrap(attr.__func__, class_dict_source(owner, name, "__func__"))
-    if isinstance(attr, classmethod):
-        return BoundMethodVariable(tx.wrap(attr.__func__, class_dict_source(owner, name, "__func__")),
-                                   ClassVariable(obj.python_type()))
+    if isinstance(attr, (staticmethod, classmethod)):
+        return bind_on_class(tx, ClassVariable(obj.python_type()), owner, name, attr)
     if isinstance(attr, property):
-        if attr.fget is None:
-            tx.raise_user_error(AttributeError(
-                f"property {name!r} of {obj.python_type().__name__!r} object has no getter"))
-        return tx.wrap(attr.fget, class_dict_source(owner, name, "fget")).call_function(tx, [obj], {})
+        return call_property(tx, obj, owner, name, attr, "fget")
     getter = getattr(type(attr), "__get__", None)
     if isinstance(getter, types.FunctionType):  # a descriptor class written in Python
         descriptor = tx.wrap(attr, class_dict_source(owner, name))
@@ -72,6 +66,20 @@ def bind_class_attribute(tx, obj: VariableTracker, owner: type, name: str, attr,
     if src is None:
         return tx.wrap(attr, class_dict_source(owner, name))
     return wrap_attribute(tx, attr, src)
+
+
+_PROPERTY_ACCESSORS = {"fget": "getter", "fset": "setter", "fdel": "deleter"}
+
+
+def call_property(tx, obj: VariableTracker, owner: type, name: str, prop: property, accessor: str,
+                  *args: VariableTracker):
+    """Run `prop.<accessor>(obj, *args)` (`fget`, `fset` or `fdel`) inlined; a missing
+    accessor is the user's AttributeError, worded like CPython's."""
+    fn = getattr(prop, accessor)
+    if fn is None:
+        tx.raise_user_error(AttributeError(f"property {name!r} of {obj.python_type().__name__!r} object has "
+                                           f"no {_PROPERTY_ACCESSORS[accessor]}"))
+    return tx.wrap(fn, class_dict_source(owner, name, accessor)).call_function(tx, [obj, *args], {})
 
 
 def bind_on_class(tx, cls_vt, owner: type, name: str, attr):

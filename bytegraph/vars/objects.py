@@ -23,7 +23,7 @@ import torch
 
 from ..guards.sources import AttrSource
 from .base import CallableValueVariable, VariableTracker
-from .classes import MISSING, bind_class_attribute, class_dict_source, class_lookup, is_data_descriptor, \
+from .classes import MISSING, bind_class_attribute, call_property, class_lookup, is_data_descriptor, \
     wrap_attribute
 from .constant import ConstantVariable
 from .containers import DICT_MUTATORS, DictVariable
@@ -221,10 +221,7 @@ class UserObjectVariable(VariableTracker):
         """`object.__setattr__(obj, name, value)`: a property's setter, else the instance dict."""
         owner, descriptor = class_lookup(type(self.value), name)
         if isinstance(descriptor, property):
-            if descriptor.fset is None:
-                tx.raise_user_error(AttributeError(
-                    f"property {name!r} of {type(self.value).__name__!r} object has no setter"))
-            tx.wrap(descriptor.fset, class_dict_source(owner, name, "fset")).call_function(tx, [self, value], {})
+            call_property(tx, self, owner, name, descriptor, "fset", value)
             return
         self._check_writable(tx, name, "setting", descriptor)
         self._write(tx, name, value)
@@ -233,10 +230,7 @@ class UserObjectVariable(VariableTracker):
         """`object.__delattr__(obj, name)`."""
         owner, descriptor = class_lookup(type(self.value), name)
         if isinstance(descriptor, property):
-            if descriptor.fdel is None:
-                tx.raise_user_error(AttributeError(
-                    f"property {name!r} of {type(self.value).__name__!r} object has no deleter"))
-            tx.wrap(descriptor.fdel, class_dict_source(owner, name, "fdel")).call_function(tx, [self], {})
+            call_property(tx, self, owner, name, descriptor, "fdel")
             return
         self._check_writable(tx, name, "deleting", descriptor)
         self.delete_instance_attr(tx, name)
