@@ -342,11 +342,11 @@ def _reconstruct_callee(cg, vt, compile_fn) -> None:
         _compiled_at_runtime(cg, vt, compile_fn)
     elif isinstance(vt, BoundMethodVariable) and isinstance(vt.fn, UserFunctionVariable) and is_traceable(vt.fn.fn):
         _bound_compiled(cg, vt.fn, vt.obj, compile_fn)
-    elif isinstance(vt, NNModuleVariable) and vt.source is not None and _plain_forward(vt) is not None \
-            and not vt.has_hooks(cg.tx):
+    elif isinstance(vt, NNModuleVariable) and vt.source is not None \
+            and (forward := _plain_forward(vt)) is not None and not vt.has_hooks(cg.tx):
         # a module without hooks (now guarded) is called as `forward(module, ...)`: compiled
-        owner, forward = _plain_forward(vt)
-        _bound_compiled(cg, cg.tx.wrap(forward, class_dict_source(owner, "forward")), vt, compile_fn)
+        owner, fn = forward
+        _bound_compiled(cg, cg.tx.wrap(fn, class_dict_source(owner, "forward")), vt, compile_fn)
     else:
         cg.reconstruct(vt)
 

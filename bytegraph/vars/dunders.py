@@ -16,6 +16,7 @@ import types
 
 from .classes import MISSING, class_lookup
 from .constant import ConstantVariable
+from .objects import UserObjectVariable
 
 _BINARY_NAMES = {
     operator.add: ("__add__", "__radd__", "+"), operator.sub: ("__sub__", "__rsub__", "-"),
@@ -43,8 +44,6 @@ _INPLACE_NAMES = {
 
 
 def is_user_instance(vt) -> bool:
-    from .objects import UserObjectVariable
-
     return isinstance(vt, UserObjectVariable)
 
 

@@ -120,11 +120,13 @@ class TensorVariable(VariableTracker):
                              wrap_result=_wrap_metadata)
         return tx.output.call_op("call_method", name, [self, *args], kwargs)
 
-    def _pinned(self, tx, source_kind, name: str):
+    def _pinned(self, tx, source_kind, name: str, real=None):
         """Attribute (or no-argument method result) `name` that the tensor guard does not pin:
-        for an input tensor, the real tensor's value, guarded from now on (its fake may
-        differ: a non-leaf input's fake is a leaf); for a graph result, the fake's."""
-        real = tx.output.real_input(self) if self.source is not None else None
+        for an input tensor (`real`, looked up when not given), the real tensor's value,
+        guarded from now on (its fake may differ: a non-leaf input's fake is a leaf); for a
+        graph result, the fake's."""
+        if real is None and self.source is not None:
+            real = tx.output.real_input(self)
         value = getattr(real if real is not None else self.example, name)
         if callable(value):
             value = value()
@@ -139,7 +141,7 @@ class TensorVariable(VariableTracker):
         if (real if real is not None else self.example).grad_fn is not None:
             return False
         if real is not None:
-            self._pinned(tx, AttrSource, "grad_fn")
+            self._pinned(tx, AttrSource, "grad_fn", real)
         return True
 
     def unpack(self, tx) -> list:
