@@ -1,0 +1,258 @@
+"""The golden-file harness: a registry of small cases and the text each one produces.
+
+A case is a user function plus fixed inputs (`@case(...)` in `cases_*.py`). `render(c)`
+runs it eagerly and compiled (through `helpers.check`, `check_sequence` or, for
+`fullgraph=True` failures, a direct call), so every case is also a differential test, and
+records through `compiled_function.LISTENERS` every cache entry the calls created (the
+function itself, callees compiled at breaks, resume functions, continuations). For each
+entry the text holds: the FX graph code, every guard clause (with what it means and the
+user line that installed it), the graph-break reason, and the `dis` of the transformed
+code object; a resume function or continuation also shows its own generated code once.
+
+Only what is really unstable is normalized (`normalize`): absolute paths (the repo root,
+torch's and the standard library's directories), object addresses (`0x7f...`), and two
+process-global counters, renumbered in order of first appearance within the case:
+`__bg_graph_N` (graph names come from one counter for the whole process, so they depend
+on which cases ran before in the same worker) and `__bg_obj_N` (`ObjectSource` names
+carry the object's `id`).
+"""
+from __future__ import annotations
+
+import contextlib
+import dis
+import inspect
+import logging
+import os
+import re
+import sys
+import sysconfig
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+import bytegraph
+from bytegraph.runtime.compiled_function import LISTENERS
+from bytegraph.translate.continuation import is_continuation_code
+from bytegraph.translate.resume import is_resume_code
+from helpers import check, check_sequence
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
+_STDLIB_DIR = sysconfig.get_paths()["stdlib"]
+
+
+@dataclass
+class Case:
+    """One golden case: `fn` (or `make()` returning it) called on `args()`.
+
+    mode: "check" (`helpers.check`: eager vs compiled, grads, a second call),
+    "sequence" (`helpers.check_sequence` over `calls()`, a list of argument tuples: guards
+    and recompiles), or "unsupported" (`fullgraph=True` must raise `bytegraph.Unsupported`,
+    eager must not).
+    """
+
+    name: str
+    module: str
+    fn: Callable
+    args: Callable = tuple
+    calls: Callable | None = None
+    mode: str = "check"
+    make: bool = False
+    options: dict = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return f"{self.module.removeprefix('cases_')}.{self.name}"
+
+    def target(self):
+        return self.fn() if self.make else self.fn
+
+
+CASES: dict[str, Case] = {}
+
+
+def case(args: Callable = tuple, *, calls: Callable | None = None, mode: str | None = None,
+         make: bool = False, **options):
+    """Register the decorated function as a golden case (its name is the case name).
+
+    `args`/`calls` are factories (called under `torch.manual_seed(0)`), so inputs are fixed
+    and fresh per run; `make=True`: the decorated function returns the function to compile
+    (a closure); `options` go to `helpers.check` (`setup=`, `state=`, `grads=`, ...).
+    """
+    def register(fn):
+        module = fn.__module__.rsplit(".", 1)[-1]
+        c = Case(fn.__name__, module, fn, args, calls,
+                 mode or ("sequence" if calls is not None else "check"), make, options)
+        assert c.id not in CASES, f"duplicate golden case {c.id}"
+        CASES[c.id] = c
+        return fn
+
+    return register
+
+
+# ----------------------------------------------------------------------------- rendering
+
+
+class _Recorder:
+    """The backend of one case, and the listener of the cache entries it creates."""
+
+    def __init__(self):
+        self.entries: list = []
+
+    def __call__(self, gm, example_inputs):
+        return gm.forward
+
+    def listen(self, compiled, entry, graph_break) -> None:
+        if compiled.backend is self:
+            self.entries.append((compiled, entry, graph_break))
+
+
+class _Lines(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def _recompile_log():
+    lg = logging.getLogger("bytegraph.recompiles")
+    handler, level = _Lines(), lg.level
+    lg.addHandler(handler)
+    lg.setLevel(logging.DEBUG)
+    try:
+        yield handler.lines
+    finally:
+        lg.removeHandler(handler)
+        lg.setLevel(level)
+
+
+def render(c: Case) -> str:
+    """Run case `c` (checking compiled against eager) and return its normalized golden text."""
+    bytegraph.reset()
+    recorder = _Recorder()
+    LISTENERS.append(recorder.listen)
+    try:
+        with _recompile_log() as recompiles:
+            outcome = _run(c, recorder)
+    finally:
+        LISTENERS.remove(recorder.listen)
+        bytegraph.reset()
+    fn = c.target()
+    lines = [f"# golden case {c.id}: {fn.__qualname__} "
+             f"({_relpath(inspect.getsourcefile(c.fn))}:{c.fn.__code__.co_firstlineno}), mode {c.mode}"]
+    lines += outcome
+    graphs = sum(1 for _, e, _ in recorder.entries if e.graph_module is not None)
+    breaks = sum(1 for _, _, b in recorder.entries if b is not None)
+    lines.append(f"entries: {len(recorder.entries)}, graphs: {graphs}, graph breaks: {breaks}")
+    if recompiles:
+        lines.append("recompiles:")
+        lines += [f"  {line}" for line in recompiles]
+    shown: set = set()
+    for i, (compiled, entry, brk) in enumerate(recorder.entries):
+        lines += _render_entry(i + 1, compiled, entry, brk, shown)
+    return normalize("\n".join(lines) + "\n")
+
+
+def _run(c: Case, recorder: _Recorder) -> list[str]:
+    torch.manual_seed(0)
+    if c.mode == "check":
+        check(c.target(), *c.args(), backend=recorder, **c.options)
+        return []
+    if c.mode == "sequence":
+        check_sequence(c.target(), c.calls(), backend=recorder, **c.options)
+        return []
+    assert c.mode == "unsupported", c.mode
+    fn = c.target()
+    fn(*c.args())  # eager runs fine
+    bytegraph.reset()
+    try:
+        bytegraph.compile(fn, backend=recorder, fullgraph=True)(*c.args())
+    except bytegraph.Unsupported as e:
+        return ["Unsupported:", *(f"  {line}" for line in str(e).splitlines())]
+    raise AssertionError(f"{c.id}: fullgraph=True did not raise bytegraph.Unsupported")
+
+
+def _render_entry(index: int, compiled, entry, brk, shown: set) -> list[str]:
+    code = compiled.code
+    head = f"== entry {index}: {code.co_qualname} [{entry.kind}]"
+    if entry.graph_name:
+        head += f" calls {entry.graph_name}"
+    lines = ["", head]
+    if (is_resume_code(code) or is_continuation_code(code)) and code not in shown:
+        shown.add(code)
+        lines += ["-- generated code of " + code.co_qualname, _dis(code)]
+    if entry.graph_module is not None:
+        lines += ["-- graph", entry.graph_module.code.strip()]
+    lines.append("-- guards")
+    for guard, clause in zip(entry.guards.guards, entry.guards.clauses):
+        lines.append(f"{clause}")
+        where = f"  @ {guard.user_location}" if guard.user_location else ""
+        lines.append(f"    # {guard.describe()}{where}")
+    if brk is not None:
+        lines += ["-- graph break", f"[{brk.category}] {brk.reason}", f"at {brk.location}"]
+        lines += [f"  in {frame}" for frame in brk.user_stack]
+        if brk.hint:
+            lines.append(f"hint: {brk.hint}")
+    elif entry.reason:
+        lines += ["-- runs eagerly", entry.reason]
+    if entry.kind == "compiled":
+        lines += ["-- residual bytecode", _dis(entry.fn.__code__)]
+    return lines
+
+
+class _Shown:
+    """A constant as `dis` shows it in golden text (see `_dis`)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _dis(code) -> str:
+    """`dis` of `code`, except that a module's globals dict loaded as a constant (residual code
+    building a function made during tracing) shows as `<globals of NAME>`: its repr lists
+    every global, including the `__bg_graph_N` installed by earlier cases."""
+    consts = tuple(_Shown(f"<globals of {c['__name__']}>") if _is_module_dict(c) else c
+                   for c in code.co_consts)
+    return dis.Bytecode(code.replace(co_consts=consts)).dis().rstrip()
+
+
+def _is_module_dict(value) -> bool:
+    if type(value) is not dict or not isinstance(value.get("__name__"), str):
+        return False
+    module = sys.modules.get(value["__name__"])
+    return module is not None and module.__dict__ is value
+
+
+# ----------------------------------------------------------------------------- normalizing
+
+
+def _relpath(path: str) -> str:
+    return os.path.relpath(path, ROOT)
+
+
+_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{4,}\b")
+_COUNTED = re.compile(r"\b(__bg_graph_|__bg_obj_)(\d+)\b")
+
+
+def normalize(text: str) -> str:
+    """Paths relative to the repo (torch and stdlib as `<torch>`/`<stdlib>`), no object
+    addresses, process-global counters renumbered by first appearance in `text`."""
+    text = text.replace(_TORCH_DIR + os.sep, "<torch>/").replace(_STDLIB_DIR + os.sep, "<stdlib>/")
+    text = text.replace(ROOT + os.sep, "")
+    text = _ADDRESS.sub("0x?", text)
+    numbers: dict = {}
+
+    def renumber(m: re.Match) -> str:
+        key = (m.group(1), m.group(2))
+        if key not in numbers:
+            numbers[key] = sum(1 for prefix, _ in numbers if prefix == m.group(1))
+        return f"{m.group(1)}{numbers[key]}"
+
+    return _COUNTED.sub(renumber, text)
