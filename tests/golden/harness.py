@@ -8,6 +8,8 @@ function itself, callees compiled at breaks, resume functions, continuations). F
 entry the text holds: the FX graph code, every guard clause (with what it means and the
 user line that installed it), the graph-break reason, and the `dis` of the transformed
 code object; a resume function or continuation also shows its own generated code once.
+The log lines of the topics `graph_breaks` and `recompiles` (why a frame runs eagerly,
+which guard failed) come first.
 
 Only what is really unstable is normalized (`normalize`): absolute paths (the repo root,
 torch's and the standard library's directories), object addresses (`0x7f...`), and two
@@ -59,6 +61,7 @@ class Case:
     calls: Callable | None = None
     mode: str = "check"
     make: bool = False
+    xfail: str = ""  # a known bytegraph bug this case shows (the test is a strict xfail)
     options: dict = field(default_factory=dict)
 
     @property
@@ -73,17 +76,18 @@ CASES: dict[str, Case] = {}
 
 
 def case(args: Callable = tuple, *, calls: Callable | None = None, mode: str | None = None,
-         make: bool = False, **options):
+         make: bool = False, xfail: str = "", **options):
     """Register the decorated function as a golden case (its name is the case name).
 
     `args`/`calls` are factories (called under `torch.manual_seed(0)`), so inputs are fixed
     and fresh per run; `make=True`: the decorated function returns the function to compile
-    (a closure); `options` go to `helpers.check` (`setup=`, `state=`, `grads=`, ...).
+    (a closure); `xfail`: the known bug that makes compiled differ from eager (no golden
+    file until it is fixed); `options` go to `helpers.check` (`setup=`, `state=`, ...).
     """
     def register(fn):
         module = fn.__module__.rsplit(".", 1)[-1]
         c = Case(fn.__name__, module, fn, args, calls,
-                 mode or ("sequence" if calls is not None else "check"), make, options)
+                 mode or ("sequence" if calls is not None else "check"), make, xfail, options)
         assert c.id not in CASES, f"duplicate golden case {c.id}"
         CASES[c.id] = c
         return fn
@@ -114,20 +118,28 @@ class _Lines(logging.Handler):
         self.lines: list[str] = []
 
     def emit(self, record):
-        self.lines.append(record.getMessage())
+        self.lines.append(f"[{record.name.rsplit('.', 1)[-1]}] {record.getMessage()}")
+
+
+_LOG_TOPICS = ("graph_breaks", "recompiles")
 
 
 @contextlib.contextmanager
-def _recompile_log():
-    lg = logging.getLogger("bytegraph.recompiles")
-    handler, level = _Lines(), lg.level
-    lg.addHandler(handler)
-    lg.setLevel(logging.DEBUG)
+def _log_lines():
+    """The user-facing log lines of the topics `graph_breaks` and `recompiles`, in order."""
+    handler = _Lines()
+    saved = []
+    for topic in _LOG_TOPICS:
+        lg = logging.getLogger(f"bytegraph.{topic}")
+        saved.append((lg, lg.level))
+        lg.addHandler(handler)
+        lg.setLevel(logging.DEBUG)
     try:
         yield handler.lines
     finally:
-        lg.removeHandler(handler)
-        lg.setLevel(level)
+        for lg, level in saved:
+            lg.removeHandler(handler)
+            lg.setLevel(level)
 
 
 def render(c: Case) -> str:
@@ -136,7 +148,7 @@ def render(c: Case) -> str:
     recorder = _Recorder()
     LISTENERS.append(recorder.listen)
     try:
-        with _recompile_log() as recompiles:
+        with _log_lines() as log:
             outcome = _run(c, recorder)
     finally:
         LISTENERS.remove(recorder.listen)
@@ -148,9 +160,9 @@ def render(c: Case) -> str:
     graphs = sum(1 for _, e, _ in recorder.entries if e.graph_module is not None)
     breaks = sum(1 for _, _, b in recorder.entries if b is not None)
     lines.append(f"entries: {len(recorder.entries)}, graphs: {graphs}, graph breaks: {breaks}")
-    if recompiles:
-        lines.append("recompiles:")
-        lines += [f"  {line}" for line in recompiles]
+    if log:
+        lines.append("log (graph_breaks, recompiles):")
+        lines += [f"  {line}" for line in log]
     shown: set = set()
     for i, (compiled, entry, brk) in enumerate(recorder.entries):
         lines += _render_entry(i + 1, compiled, entry, brk, shown)

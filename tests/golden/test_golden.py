@@ -22,7 +22,16 @@ def expected_path(case_id: str) -> str:
     return os.path.join(EXPECTED, f"{case_id}.txt")
 
 
-@pytest.mark.parametrize("case_id", sorted(CASES))
+def _param(case_id: str):
+    reason = CASES[case_id].xfail
+    if not reason:
+        return case_id
+    # The differential check inside render() fails (AssertionError); a golden mismatch or a
+    # missing file would be a real failure once the bug is fixed.
+    return pytest.param(case_id, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason))
+
+
+@pytest.mark.parametrize("case_id", [_param(c) for c in sorted(CASES)])
 def test_golden(case_id):
     actual = render(CASES[case_id])
     path = expected_path(case_id)
