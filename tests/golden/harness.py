@@ -37,7 +37,9 @@ import bytegraph
 from bytegraph.runtime.compiled_function import LISTENERS
 from bytegraph.translate.continuation import is_continuation_code
 from bytegraph.translate.resume import is_resume_code
-from helpers import check, check_sequence
+from helpers import _compare_runs as compare_runs
+from helpers import _run as run_once
+from helpers import check, check_sequence, clone_inputs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
@@ -48,7 +50,8 @@ _STDLIB_DIR = sysconfig.get_paths()["stdlib"]
 class Case:
     """One golden case: `fn` (or `make()` returning it) called on `args()`.
 
-    mode: "check" (`helpers.check`: eager vs compiled, grads, a second call),
+    mode: "check" (`helpers.check`: eager vs compiled, grads, a second call), "closure"
+    (`make=True`: eager and compiled each get their own closure from `make()`, called twice),
     "sequence" (`helpers.check_sequence` over `calls()`, a list of argument tuples: guards
     and recompiles), or "unsupported" (`fullgraph=True` must raise `bytegraph.Unsupported`,
     eager must not).
@@ -81,13 +84,14 @@ def case(args: Callable = tuple, *, calls: Callable | None = None, mode: str | N
 
     `args`/`calls` are factories (called under `torch.manual_seed(0)`), so inputs are fixed
     and fresh per run; `make=True`: the decorated function returns the function to compile
-    (a closure); `xfail`: the known bug that makes compiled differ from eager (no golden
+    (a closure with state: eager and compiled get one each, called twice); `xfail`: the known bug that makes compiled differ from eager (no golden
     file until it is fixed); `options` go to `helpers.check` (`setup=`, `state=`, ...).
     """
     def register(fn):
         module = fn.__module__.rsplit(".", 1)[-1]
         c = Case(fn.__name__, module, fn, args, calls,
-                 mode or ("sequence" if calls is not None else "check"), make, xfail, options)
+                 mode or ("closure" if make else "sequence" if calls is not None else "check"),
+                 make, xfail, options)
         assert c.id not in CASES, f"duplicate golden case {c.id}"
         CASES[c.id] = c
         return fn
@@ -171,6 +175,14 @@ def render(c: Case) -> str:
 
 def _run(c: Case, recorder: _Recorder) -> list[str]:
     torch.manual_seed(0)
+    if c.mode == "closure":  # a closure keeps state between calls: eager and compiled get one each
+        eager_fn, compiled_fn = c.fn(), bytegraph.compile(c.fn(), backend=recorder)
+        for i in range(2):
+            args = c.args()
+            eager = run_once(eager_fn, clone_inputs(args), {}, 0, None, None)
+            compiled = run_once(compiled_fn, clone_inputs(args), {}, 0, None, None)
+            compare_runs(eager, compiled, f"call #{i + 1}", None, None)
+        return []
     if c.mode == "check":
         check(c.target(), *c.args(), backend=recorder, **c.options)
         return []
