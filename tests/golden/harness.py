@@ -262,6 +262,9 @@ def _relpath(path: str) -> str:
 
 
 _ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{4,}\b")
+# A module's repr cut short by a guard description (`Guard.describe`) before the path could
+# be made relative: the rest of the path depends on where the virtual environment is.
+_TRUNCATED_MODULE_PATH = re.compile(r"(<module '[\w.]+' from ')/[^'\s]*\.\.\.")
 _COUNTED = re.compile(r"\b(__bg_graph_|__bg_obj_)(\d+)\b")
 
 
@@ -270,6 +273,7 @@ def normalize(text: str) -> str:
     addresses, process-global counters renumbered by first appearance in `text`."""
     text = text.replace(_TORCH_DIR + os.sep, "<torch>/").replace(_STDLIB_DIR + os.sep, "<stdlib>/")
     text = text.replace(ROOT + os.sep, "")
+    text = _TRUNCATED_MODULE_PATH.sub(r"\1...", text)
     text = _ADDRESS.sub("0x?", text)
     numbers: dict = {}
 
