@@ -11,7 +11,8 @@ code object; a resume function or continuation also shows its own generated code
 The log lines of the topics `graph_breaks` and `recompiles` (why a frame runs eagerly,
 which guard failed) come first.
 
-Only what is really unstable is normalized (`normalize`): absolute paths (the repo root,
+Hooks a case registers are numbered from 0 (`_hook_ids_from_zero`). Only what is really
+unstable is normalized in the text (`normalize`): absolute paths (the repo root,
 torch's and the standard library's directories), object addresses (`0x7f...`), and two
 process-global counters, renumbered in order of first appearance within the case:
 `__bg_graph_N` (graph names come from one counter for the whole process, so they depend
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
+from torch.utils.hooks import RemovableHandle
 
 import bytegraph
 from bytegraph.runtime.compiled_function import LISTENERS
@@ -146,13 +148,26 @@ def _log_lines():
             lg.setLevel(level)
 
 
+@contextlib.contextmanager
+def _hook_ids_from_zero():
+    """Hooks registered by the case get ids 0, 1, ... (torch numbers them from one process-wide
+    counter, so `m._forward_hooks` keys, which guards name, would depend on earlier tests).
+    The counter is restored past every id handed out, so ids stay unique per hook dict."""
+    saved = RemovableHandle.next_id
+    RemovableHandle.next_id = 0
+    try:
+        yield
+    finally:
+        RemovableHandle.next_id = max(saved, RemovableHandle.next_id)
+
+
 def render(c: Case) -> str:
     """Run case `c` (checking compiled against eager) and return its normalized golden text."""
     bytegraph.reset()
     recorder = _Recorder()
     LISTENERS.append(recorder.listen)
     try:
-        with _log_lines() as log:
+        with _log_lines() as log, _hook_ids_from_zero():
             outcome = _run(c, recorder)
     finally:
         LISTENERS.remove(recorder.listen)
