@@ -247,3 +247,8 @@ def guard_on_absent_attribute(x, o):
 @case(lambda: (T(3),))
 def grad_mode_guard_under_no_grad(x):
     return x * torch.is_grad_enabled()
+
+
+@case(calls=lambda: [(T(3), k) for k in (1, 2, 3, 4)], config={"cache_size_limit": 2})
+def cache_size_limit_reached(x, k):
+    return x * k

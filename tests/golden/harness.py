@@ -9,7 +9,7 @@ entry the text holds: the FX graph code, every guard clause (with what it means 
 user line that installed it), the graph-break reason, and the `dis` of the transformed
 code object; a resume function or continuation also shows its own generated code once.
 The log lines of the topics `graph_breaks` and `recompiles` (why a frame runs eagerly,
-which guard failed) come first.
+which guard failed) and bytegraph's warnings come first.
 
 Hooks a case registers are numbered from 0 (`_hook_ids_from_zero`). Only what is really
 unstable is normalized in the text (`normalize`): absolute paths (the repo root,
@@ -29,6 +29,7 @@ import os
 import re
 import sys
 import sysconfig
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -67,6 +68,7 @@ class Case:
     mode: str = "check"
     make: bool = False
     xfail: str = ""  # a known bytegraph bug this case shows (the test is a strict xfail)
+    config: dict = field(default_factory=dict)  # `bytegraph.config` values set for this case
     options: dict = field(default_factory=dict)
 
     @property
@@ -81,19 +83,19 @@ CASES: dict[str, Case] = {}
 
 
 def case(args: Callable = tuple, *, calls: Callable | None = None, mode: str | None = None,
-         make: bool = False, xfail: str = "", **options):
+         make: bool = False, xfail: str = "", config: dict | None = None, **options):
     """Register the decorated function as a golden case (its name is the case name).
 
     `args`/`calls` are factories (called under `torch.manual_seed(0)`), so inputs are fixed
     and fresh per run; `make=True`: the decorated function returns the function to compile
     (a closure with state: eager and compiled get one each, called twice); `xfail`: the known bug that makes compiled differ from eager (no golden
-    file until it is fixed); `options` go to `helpers.check` (`setup=`, `state=`, ...).
+    file until it is fixed); `config`: `bytegraph.config` values for the case; `options` go to `helpers.check` (`setup=`, `state=`, ...).
     """
     def register(fn):
         module = fn.__module__.rsplit(".", 1)[-1]
         c = Case(fn.__name__, module, fn, args, calls,
                  mode or ("closure" if make else "sequence" if calls is not None else "check"),
-                 make, xfail, options)
+                 make, xfail, dict(config or {}), options)
         assert c.id not in CASES, f"duplicate golden case {c.id}"
         CASES[c.id] = c
         return fn
@@ -161,13 +163,27 @@ def _hook_ids_from_zero():
         RemovableHandle.next_id = max(saved, RemovableHandle.next_id)
 
 
+@contextlib.contextmanager
+def _config(values: dict):
+    saved = {name: getattr(bytegraph.config, name) for name in values}
+    for name, value in values.items():
+        setattr(bytegraph.config, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(bytegraph.config, name, value)
+
+
 def render(c: Case) -> str:
     """Run case `c` (checking compiled against eager) and return its normalized golden text."""
     bytegraph.reset()
     recorder = _Recorder()
     LISTENERS.append(recorder.listen)
     try:
-        with _log_lines() as log, _hook_ids_from_zero():
+        with _log_lines() as log, _hook_ids_from_zero(), _config(c.config), \
+                warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             outcome = _run(c, recorder)
     finally:
         LISTENERS.remove(recorder.listen)
@@ -182,6 +198,10 @@ def render(c: Case) -> str:
     if log:
         lines.append("log (graph_breaks, recompiles):")
         lines += [f"  {line}" for line in log]
+    shown_warnings = [w for w in caught if w.category.__module__.startswith("bytegraph")]
+    if shown_warnings:
+        lines.append("warnings:")
+        lines += [f"  {w.category.__name__}: {w.message}" for w in shown_warnings]
     shown: set = set()
     for i, (compiled, entry, brk) in enumerate(recorder.entries):
         lines += _render_entry(i + 1, compiled, entry, brk, shown)
