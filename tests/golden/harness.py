@@ -87,9 +87,11 @@ def case(args: Callable = tuple, *, calls: Callable | None = None, mode: str | N
     """Register the decorated function as a golden case (its name is the case name).
 
     `args`/`calls` are factories (called under `torch.manual_seed(0)`), so inputs are fixed
-    and fresh per run; `make=True`: the decorated function returns the function to compile
-    (a closure with state: eager and compiled get one each, called twice); `xfail`: the known bug that makes compiled differ from eager (no golden
-    file until it is fixed); `config`: `bytegraph.config` values for the case; `options` go to `helpers.check` (`setup=`, `state=`, ...).
+    and fresh per run. `make=True`: the decorated function returns the function to compile
+    (a closure with state: eager and compiled get one each, called twice). `xfail`: the
+    known bug that makes compiled differ from eager (no golden file until it is fixed).
+    `config`: `bytegraph.config` values for the case. `options` go to `helpers.check` or
+    `helpers.check_sequence` (`setup=`, `state=`, `grads=`, ...).
     """
     def register(fn):
         module = fn.__module__.rsplit(".", 1)[-1]

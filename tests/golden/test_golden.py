@@ -40,7 +40,8 @@ def test_golden(case_id):
             f.write(actual)
         return
     if not os.path.exists(path):
-        pytest.fail(f"no golden file {os.path.relpath(path)}; run with BYTEGRAPH_REGOLD=1 to create it")
+        pytest.fail(f"no golden file {os.path.relpath(path)}; run with BYTEGRAPH_REGOLD=1 to create it",
+                    pytrace=False)
     with open(path) as f:
         expected = f.read()
     if actual != expected:
