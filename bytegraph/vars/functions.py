@@ -5,6 +5,8 @@
 its defaults, globals and closure cells get sources derived from it).
 `NestedFunctionVariable` is a function created by MAKE_FUNCTION during tracing.
 Argument binding follows CPython's rules; a binding error is the user's TypeError.
+Registers the builders (`vars/registry.py`) of functions, method objects, cells,
+`staticmethod`/`classmethod` objects and partials.
 """
 from __future__ import annotations
 

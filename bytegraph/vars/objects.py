@@ -13,6 +13,9 @@ name -> tracker or DELETED) and recorded in the side-effect log, which replays t
 `setattr`/`delattr` after the graph; later reads in the same trace see them. Writes to a
 module's attributes are global writes of that module. Operators, truth and iteration of
 instances go to the class's dunder methods (`vars/dunders.py`).
+
+Registers the builders (`vars/registry.py`) of Python modules, C functions outside the
+trace-rules table (`OpaqueCallableVariable`) and, as the fallback, any other object.
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@
 A callable is a graph op if torch lists it as overridable (`torch.overrides`: every
 tensor op, `torch.nn.functional.*`, Tensor methods) or it is a tensor factory.
 Anything else from torch (global state setters, RNG seeding, I/O) is not run at trace
-time: it breaks the graph.
+time: it breaks the graph. `GRAPH_OPS` and `SPECIAL` are data of `vars/trace_rules.py`.
 """
 from __future__ import annotations
 
