@@ -289,3 +289,14 @@ def test_fresh_bound_c_methods_do_not_recompile():
 
     check(f, T(2), graphs=1, fullgraph=True)  # read from a closure cell
     check(lambda x: sum(itertools.chain.from_iterable([[x], [x]])), T(2), graphs=1, fullgraph=True)
+
+
+def test_a_break_inside_a_polyfill_body_keeps_eager_semantics():
+    def f(x):
+        def step(a, b):
+            print("step", b)
+            return a + b
+
+        return functools.reduce(step, [x, x * 2, x * 3]) * 2
+
+    check(f, T(2))  # print() breaks inside the inlined body: stdout and results as eager

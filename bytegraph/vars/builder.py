@@ -66,7 +66,7 @@ def _build(tx, value, source, do_guard: bool) -> VariableTracker:
     return build(tx, value, source, do_guard)
 
 
-_BY_TYPE: dict = {}  # type -> its builder, resolved once
+_BY_TYPE: dict = {}  # type -> its builder, resolved once (types stay alive, as guards keep them)
 
 
 def _builder_for(value_type: type):
@@ -79,7 +79,7 @@ def _builder_for(value_type: type):
 
 def _rule_first(build):
     """`build`, after the trace-rules table: a callable with a table rule (a graph op, a
-    builtin handler, a polyfill) gets that rule's tracker, identity-guarded."""
+    builtin handler, a polyfill) gets that rule's tracker, guarded to stay that callable."""
     def build_callable(tx, value, source, do_guard: bool) -> VariableTracker:
         try:
             rule = RULES.get(value)
