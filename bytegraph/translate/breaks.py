@@ -44,9 +44,9 @@ from ..vars.functions import BoundMethodVariable, UserFunctionVariable
 from ..vars.iterators import IteratorVariable
 from ..vars.nn_module import NNModuleVariable
 from ..vars.torch_functions import WithExitVariable
+from ..vars.trace_rules import is_traceable
 from .continuation import make_continuation, waiting_calls
 from .ops_stack import NULL
-from .translator import is_traceable
 from .resume import body_with_label, make_resume_function, origin, original_instr
 
 # opname -> (values popped, values pushed) for instructions that can run eagerly at a break.

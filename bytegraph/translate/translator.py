@@ -21,6 +21,7 @@ from ..guards.sources import ObjectSource, global_source
 from ..vars import builder
 from ..vars.functions import CellVariable
 from ..vars.iterators import IteratorVariable
+from ..vars.trace_rules import Kind, python_rule
 from .ops_build import BuildOps
 from .ops_calls import CallOps
 from .ops_jumps import JumpOps
@@ -87,11 +88,10 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         f_globals, globals_src = fn_vt.globals_and_source()
         globals_src = self.output.globals_sources.setdefault(id(f_globals), globals_src)
         module = f_globals.get("__name__", "") or ""
-        if not _module_traceable(module):
-            self.unsupported(f"call to {module}.{code.co_name}() is not traced (it does I/O or "
-                             f"keeps global state)", category="unsupported call",
-                             hint="the call runs eagerly at a graph break; move it outside the "
-                                  "compiled function to avoid the break")
+        rule = python_rule(module)
+        if rule.kind is Kind.BREAK:
+            self.unsupported(f"call to {module}.{code.co_name}() is not traced ({rule.reason})",
+                             category=rule.category, hint=rule.hint)
         bound = fn_vt.bind_args(self, args, kwargs)
         cells = dict(zip(code.co_freevars, fn_vt.closure_cells(self)))  # one cell may have several names
         child = Translator(code, f_globals, globals_src, bound, cells, self.output, parent=self)
@@ -175,28 +175,6 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
 # every path to the same dict reaches the same dict: guards and residual code then spell
 # `G['helper']` instead of `G['f'].__globals__['g'].__globals__['helper']`, and a global
 # read at several depths is one guard.
-
-# Library modules whose functions do I/O, threading or keep global state: calling them
-# is a graph break (the call runs eagerly) instead of an attempt to inline them.
-NOT_INLINED_MODULES = frozenset({
-    "logging", "warnings", "threading", "random", "time", "os", "sys", "io", "pdb", "traceback",
-    "inspect", "pickle", "subprocess", "socket", "numpy", "tqdm", "copy", "gc", "weakref", "abc",
-    "contextlib", "atexit", "signal", "shutil", "tempfile", "pathlib", "json", "csv", "datetime",
-})
-
-# torch's own compiler plumbing and profiler hooks (decorators around optimizer methods).
-NOT_INLINED_PREFIXES = ("torch._dynamo", "torch._compile", "torch.autograd.profiler", "torch.profiler",
-                        "typing")
-
-
-def _module_traceable(module: str) -> bool:
-    return module.split(".", 1)[0] not in NOT_INLINED_MODULES and not module.startswith(NOT_INLINED_PREFIXES)
-
-
-def is_traceable(fn) -> bool:
-    """Whether bytegraph traces calls of Python function `fn` (not an I/O or stdlib-state module)."""
-    return _module_traceable(fn.__globals__.get("__name__", "") or "")
-
 
 # Note [Break markers]
 # A graph break inside an inlined call that cannot be resumed where it happens (Note

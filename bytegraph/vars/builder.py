@@ -1,6 +1,12 @@
 """`wrap(tx, value, source)`: the one place that turns a real Python value into a
 tracker and installs the guards that make the trace valid for it.
 
+Which tracker a value gets is decided by its type, through the builder registry
+(`vars/registry.py`): every tracker kind's module registers a builder for the types it
+models; this module registers those of containers and iterators. Callables that can have
+a trace rule (`vars/trace_rules.py`: graph op, builtin handler, polyfill) get the rule's
+tracker first. Builders are resolved once per type and cached.
+
 Also builds trackers for values computed at trace time: folded constants
 (`fold_call`) and graph-op results (`wrap_op_result`, from fake example values).
 Trackers built from a source are memoized per source for the whole capture, so one
@@ -10,26 +16,22 @@ from __future__ import annotations
 
 import collections
 import enum
-import functools
-import types
-import weakref
 
 import torch
 
 from ..guards.guard import Guard, GuardKind
-from ..guards.sources import AttrSource, ItemSource, IteratorIndexSource, IteratorSeqSource
+from ..guards.sources import ItemSource, IteratorIndexSource, IteratorSeqSource
+from . import registry
+from . import classes, constant, functions, nn_module, objects, tensor, torch_functions  # noqa: F401  (their builders)
 from .base import VariableTracker
-from .builtins import BuiltinVariable, is_builtin
+from .classes import ClassVariable
 from .constant import ConstantVariable, is_constant_value
 from .containers import DictVariable, ListVariable, NamedTupleVariable, SetVariable, SizeVariable, TupleVariable
-from .functions import MethodDescriptorVariable, MethodObjectVariable, PartialVariable, UserFunctionVariable
 from .iterators import ListIteratorVariable
-from .nn_module import build_module
-from .classes import ClassVariable
-from .objects import OpaqueCallableVariable, PythonModuleVariable, UserObjectVariable
+from .objects import UserObjectVariable, build_user_object, same_callable_guard
+from .registry import guard as _guard, register
 from .tensor import TensorVariable
-from .torch_functions import (GradModeVariable, RestoreGradMode, TorchFunctionVariable, TorchSpecialVariable,
-                              WithExitVariable, is_graph_op, is_special)
+from .trace_rules import RULE_TYPES, RULES
 
 
 def wrap(tx, value, source=None, guard: bool = True) -> VariableTracker:
@@ -58,60 +60,99 @@ def wrap(tx, value, source=None, guard: bool = True) -> VariableTracker:
 _IDENTITY_TRACKED = (ListVariable, DictVariable, SetVariable, UserObjectVariable, ListIteratorVariable)
 
 
-def _guard(tx, do_guard: bool, kind: GuardKind, source, expected=None) -> None:
-    if do_guard:
-        tx.output.add_guard(Guard(kind, source, expected, tx.guard_location()))
-
-
 def _build(tx, value, source, do_guard: bool) -> VariableTracker:
-    if isinstance(value, torch.Tensor):
-        if source is None:
-            tx.unsupported("a tensor reached without a source (e.g. a constant tensor attribute "
-                           "of an object created in the compiled function)", category="unsupported value")
-        return tx.output.add_input(source, value)
     value_type = type(value)
-    if is_constant_value(value) and not isinstance(value, enum.Enum):
+    build = _BY_TYPE.get(value_type) or _builder_for(value_type)
+    return build(tx, value, source, do_guard)
+
+
+_BY_TYPE: dict = {}  # type -> its builder, resolved once (types stay alive, as guards keep them)
+
+
+def _builder_for(value_type: type):
+    build = registry.resolve(value_type)
+    if any(cls in RULE_TYPES for cls in value_type.__mro__[:-1]):  # functions, C functions, classes
+        build = _rule_first(build)
+    _BY_TYPE[value_type] = build
+    return build
+
+
+def _rule_first(build):
+    """`build`, after the trace-rules table: a callable with a table rule (a graph op, a
+    builtin handler, a polyfill) gets that rule's tracker, guarded to stay that callable."""
+    def build_callable(tx, value, source, do_guard: bool) -> VariableTracker:
+        try:
+            rule = RULES.get(value)
+        except TypeError:  # unhashable: no table holds it
+            rule = None
+        if rule is None:
+            return build(tx, value, source, do_guard)
+        _guard(tx, do_guard, same_callable_guard(value), source, value)
+        return rule.tracker(value, source)
+    return build_callable
+
+
+# ---- containers and iterators ----------------------------------------------------------
+
+@register(tuple, frozenset, exact=True)
+def _build_constant_or_sequence(tx, value, source, do_guard: bool) -> VariableTracker:
+    if is_constant_value(value):  # a tuple or frozenset of constants
         _guard(tx, do_guard, GuardKind.CONSTANT_MATCH, source, value)
         return ConstantVariable(value, source)
-    if value_type is RestoreGradMode:  # a grad-mode `with` block's exit (Note [Breaks inside blocks])
-        _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
-        return WithExitVariable(GradModeVariable(not value.prior, value.prior), source)
-    if value_type is torch.Size:
-        _guard(tx, do_guard, GuardKind.CONSTANT_MATCH, source, value)
-        return SizeVariable([ConstantVariable(v) for v in value], source)
-    if value_type in (tuple, list) or (isinstance(value, tuple) and hasattr(value_type, "_fields")):
-        _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, value_type)
-        _guard(tx, do_guard, GuardKind.LEN_MATCH, source, len(value))
-        items = [wrap(tx, v, ItemSource(source, i) if source is not None else None, do_guard)
-                 for i, v in enumerate(value)]
-        if value_type is list:
-            return ListVariable(items, source)
-        if value_type is tuple:
-            return TupleVariable(items, source)
-        return NamedTupleVariable(items, value_type, source)
-    if value_type in (dict, collections.OrderedDict):
-        if not all(is_constant_value(k) for k in value):
-            tx.unsupported("a dict with non-constant keys", category="unsupported value")
-        _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, value_type)
-        _guard(tx, do_guard, GuardKind.DICT_KEYS, source, tuple(value))
-        items = {k: wrap(tx, v, ItemSource(source, k) if source is not None else None, do_guard)
-                 for k, v in value.items()}
-        return DictVariable(items, source, value_type)
-    if value_type is _TUPLE_ITERATOR and source is not None:
-        return _build_tuple_iterator(tx, value, source, do_guard)
-    if value_type is set:
-        _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, set)
-        _guard(tx, do_guard, GuardKind.SET_MATCH, source, frozenset(value))
-        return SetVariable([ConstantVariable(v) for v in value], source, tx)
-    return _build_object(tx, value, source, do_guard)
+    if type(value) is frozenset:
+        return build_user_object(tx, value, source, do_guard)
+    return _build_sequence(tx, value, source, do_guard)
+
+
+@register(torch.Size, exact=True)
+def _build_size(tx, value, source, do_guard: bool) -> VariableTracker:
+    _guard(tx, do_guard, GuardKind.CONSTANT_MATCH, source, value)
+    return SizeVariable([ConstantVariable(v) for v in value], source)
+
+
+@register(list, exact=True)
+@register(tuple, when=lambda cls: hasattr(cls, "_fields"))  # named tuples (tuple itself: above)
+def _build_sequence(tx, value, source, do_guard: bool) -> VariableTracker:
+    value_type = type(value)
+    _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, value_type)
+    _guard(tx, do_guard, GuardKind.LEN_MATCH, source, len(value))
+    items = [wrap(tx, v, ItemSource(source, i) if source is not None else None, do_guard)
+             for i, v in enumerate(value)]
+    if value_type is list:
+        return ListVariable(items, source)
+    if value_type is tuple:
+        return TupleVariable(items, source)
+    return NamedTupleVariable(items, value_type, source)
+
+
+@register(dict, collections.OrderedDict, exact=True)
+def _build_dict(tx, value, source, do_guard: bool) -> VariableTracker:
+    if not all(is_constant_value(k) for k in value):
+        tx.unsupported("a dict with non-constant keys", category="unsupported value")
+    value_type = type(value)
+    _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, value_type)
+    _guard(tx, do_guard, GuardKind.DICT_KEYS, source, tuple(value))
+    items = {k: wrap(tx, v, ItemSource(source, k) if source is not None else None, do_guard)
+             for k, v in value.items()}
+    return DictVariable(items, source, value_type)
+
+
+@register(set, exact=True)
+def _build_set(tx, value, source, do_guard: bool) -> VariableTracker:
+    _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, set)
+    _guard(tx, do_guard, GuardKind.SET_MATCH, source, frozenset(value))
+    return SetVariable([ConstantVariable(v) for v in value], source, tx)
 
 
 _TUPLE_ITERATOR = type(iter(()))
 
 
+@register(_TUPLE_ITERATOR, exact=True)
 def _build_tuple_iterator(tx, value, source, do_guard: bool) -> VariableTracker:
     """A real tuple iterator (a for-loop iterator handed to a resume function): its
     remaining items are read through `__reduce__` and guarded like a tuple."""
+    if source is None:
+        return build_user_object(tx, value, source, do_guard)
     _, (seq,), index = value.__reduce__()
     _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, _TUPLE_ITERATOR)
     _guard(tx, do_guard, GuardKind.CONSTANT_MATCH, IteratorIndexSource(source), index)
@@ -119,67 +160,6 @@ def _build_tuple_iterator(tx, value, source, do_guard: bool) -> VariableTracker:
     it = ListIteratorVariable(items.unpack(tx), source)
     it.index = index
     return it
-
-
-def _build_object(tx, value, source, do_guard: bool) -> VariableTracker:
-    original = getattr(value, "__bg_original__", None) if isinstance(value, types.FunctionType) else None
-    if original is not None:
-        _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
-        return UserFunctionVariable(original, None)
-    if is_special(value):
-        _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
-        return TorchSpecialVariable(value, source)
-    if is_graph_op(value):
-        _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
-        return TorchFunctionVariable(value, source)
-    if is_builtin(value):
-        _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
-        return BuiltinVariable(value, source)
-    if isinstance(value, types.CellType):  # cells are reached through their functions (`__closure__`)
-        tx.unsupported("a closure cell reached other than through its function", category="unsupported value")
-    if isinstance(value, types.FunctionType):
-        # Code and globals, not identity: a lambda made anew per call is the same program;
-        # its defaults and closure contents are guarded where the trace reads them.
-        _guard(tx, do_guard, GuardKind.FUNCTION_MATCH, source, value)
-        return UserFunctionVariable(value, source)
-    if isinstance(value, types.MethodType):
-        fn = wrap(tx, value.__func__, AttrSource(source, "__func__") if source else None, do_guard)
-        obj = wrap(tx, value.__self__, AttrSource(source, "__self__") if source else None, do_guard)
-        return MethodObjectVariable(fn, obj, source)
-    if isinstance(value, types.ModuleType):
-        _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
-        return PythonModuleVariable(value, source)
-    if isinstance(value, type):
-        _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
-        return ClassVariable(value, source)
-    if isinstance(value, enum.Enum):
-        _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
-        return ConstantVariable(value, source)
-    if type(value) in (staticmethod, classmethod):
-        _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, type(value))
-        fn = wrap(tx, value.__func__, AttrSource(source, "__func__") if source is not None else None, do_guard)
-        return MethodDescriptorVariable(type(value), fn, source)
-    if type(value) is functools.partial:
-        _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, functools.partial)
-        sub = (lambda name: AttrSource(source, name)) if source is not None else (lambda name: None)
-        fn = wrap(tx, value.func, sub("func"), do_guard)
-        args = wrap(tx, value.args, sub("args"), do_guard)
-        kwargs = wrap(tx, value.keywords, sub("keywords"), do_guard)
-        return PartialVariable(fn, args.unpack(tx), kwargs.items, source)
-    if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType, types.MethodWrapperType,
-                          types.WrapperDescriptorType, types.MethodDescriptorType)):
-        if source is None:
-            tx.unsupported(f"C function {getattr(value, '__qualname__', value)!s} without a source",
-                           category="unsupported value")
-        _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
-        return OpaqueCallableVariable(value, source)
-    if isinstance(value, (torch.nn.Module, weakref.ReferenceType)):  # vars/nn_module.py
-        return build_module(tx, value, source, do_guard)
-    if source is None:
-        tx.unsupported(f"an object of type {type(value).__qualname__} made outside the trace without a source",
-                       category="unsupported value")
-    _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, type(value))
-    return UserObjectVariable(value, source)
 
 
 def fold_call(tx, fn, args, kwargs, what: str, wrap_result=None) -> VariableTracker:

@@ -467,7 +467,8 @@ def _any_all(tx, fn, args, kwargs):
 @handles(builtins.int, builtins.float, builtins.complex, builtins.str, builtins.repr, builtins.round,
          builtins.divmod, builtins.pow, builtins.chr, builtins.ord, builtins.hash, builtins.format,
          builtins.hex, builtins.oct, builtins.bin, builtins.ascii, *(
-             getattr(math, name) for name in dir(math) if callable(getattr(math, name))))
+             getattr(math, name) for name in dir(math) if callable(getattr(math, name))
+             and name != "prod"))  # math.prod: vars/polyfills/math.py
 def _folded(tx, fn, args, kwargs):
     if _any_tensor(args):
         tx.unsupported(f"{getattr(fn, '__name__', fn)}() on a tensor reads its value into Python",
@@ -573,20 +574,6 @@ def _sorted(tx, fn, args, kwargs):
 @handles(functools.partial)
 def _partial(tx, fn, args, kwargs):
     return PartialVariable(args[0], args[1:], kwargs)
-
-
-@handles(functools.reduce)
-def _reduce(tx, fn, args, kwargs):
-    func, items = args[0], iterator_of(tx, args[1]).unpack(tx)
-    if len(args) > 2:
-        acc = args[2]
-    elif items:
-        acc, items = items[0], items[1:]
-    else:
-        tx.raise_user_error(TypeError("reduce() of empty iterable with no initial value"))
-    for item in items:
-        acc = func.call_function(tx, [acc, item], {})
-    return acc
 
 
 @handles(builtins.print)

@@ -15,11 +15,13 @@ from __future__ import annotations
 import enum
 import types
 
+from ..guards.guard import GuardKind
 from ..guards.sources import AttrSource, ItemSource, ObjectSource
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .functions import BoundMethodVariable
 from .lazy_int import wrap_int
+from .registry import guard, register
 
 MISSING = object()
 
@@ -217,3 +219,10 @@ class ClassDictVariable(VariableTracker):
 
     def describe(self) -> str:
         return f"{self.cls.__qualname__}.__dict__"
+
+
+@register(type)
+def build_class(tx, value, source, do_guard: bool) -> VariableTracker:
+    """A class (of any metaclass) outside the trace-rules table."""
+    guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
+    return ClassVariable(value, source)

@@ -6,10 +6,14 @@ running the real method at trace time.
 """
 from __future__ import annotations
 
+import enum
+
 import torch
 
 from ..errors import UserCodeRaisesError
+from ..guards.guard import GuardKind
 from .base import MethodOfVariable, VariableTracker
+from .registry import guard, register
 
 CONSTANT_TYPES = (type(None), bool, int, float, complex, str, bytes, range, slice,
                   type(Ellipsis), type(NotImplemented), torch.dtype, torch.device,
@@ -80,3 +84,15 @@ class ConstantMethodVariable(MethodOfVariable):
 
         return fold_call(tx, getattr(self.obj.value, self.name), args, kwargs,
                          f"{self.obj.describe()}.{self.name}")
+
+
+@register(*CONSTANT_TYPES, exact=True)
+def build_constant(tx, value, source, do_guard: bool) -> VariableTracker:
+    guard(tx, do_guard, GuardKind.CONSTANT_MATCH, source, value)
+    return ConstantVariable(value, source)
+
+
+@register(enum.Enum)
+def build_enum_member(tx, value, source, do_guard: bool) -> VariableTracker:
+    guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
+    return ConstantVariable(value, source)

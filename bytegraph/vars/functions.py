@@ -5,9 +5,12 @@
 its defaults, globals and closure cells get sources derived from it).
 `NestedFunctionVariable` is a function created by MAKE_FUNCTION during tracing.
 Argument binding follows CPython's rules; a binding error is the user's TypeError.
+Registers the builders (`vars/registry.py`) of functions, method objects, cells,
+`staticmethod`/`classmethod` objects and partials.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 
@@ -15,6 +18,7 @@ from ..guards.guard import Guard, GuardKind
 from ..guards.sources import AttrSource, CellContentsSource, DefaultSource, DefaultsSource, ObjectSource
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .registry import guard, register
 
 
 class CellVariable(VariableTracker):
@@ -567,3 +571,46 @@ def bind_arguments(tx, code, defaults: list, kwdefaults: dict, args: list, kwarg
     if has_varkw:
         bound[names[index]] = DictVariable(extra_kw)
     return bound
+
+
+# ---- builders (vars/registry.py) ---------------------------------------------------------
+
+@register(types.FunctionType)
+def build_function(tx, value, source, do_guard: bool) -> VariableTracker:
+    original = getattr(value, "__bg_original__", None)
+    if original is not None:  # a function compiled by bytegraph: its original is traced
+        guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
+        return UserFunctionVariable(original, None)
+    # Code and globals, not identity: a lambda made anew per call is the same program;
+    # its defaults and closure contents are guarded where the trace reads them.
+    guard(tx, do_guard, GuardKind.FUNCTION_MATCH, source, value)
+    return UserFunctionVariable(value, source)
+
+
+@register(types.CellType)
+def build_cell(tx, value, source, do_guard: bool) -> VariableTracker:
+    tx.unsupported("a closure cell reached other than through its function", category="unsupported value")
+
+
+@register(types.MethodType)
+def build_method(tx, value, source, do_guard: bool) -> VariableTracker:
+    fn = tx.wrap(value.__func__, AttrSource(source, "__func__") if source else None, do_guard)
+    obj = tx.wrap(value.__self__, AttrSource(source, "__self__") if source else None, do_guard)
+    return MethodObjectVariable(fn, obj, source)
+
+
+@register(staticmethod, classmethod, exact=True)
+def build_method_descriptor(tx, value, source, do_guard: bool) -> VariableTracker:
+    guard(tx, do_guard, GuardKind.TYPE_MATCH, source, type(value))
+    fn = tx.wrap(value.__func__, AttrSource(source, "__func__") if source is not None else None, do_guard)
+    return MethodDescriptorVariable(type(value), fn, source)
+
+
+@register(functools.partial, exact=True)
+def build_partial(tx, value, source, do_guard: bool) -> VariableTracker:
+    guard(tx, do_guard, GuardKind.TYPE_MATCH, source, functools.partial)
+    sub = (lambda name: AttrSource(source, name)) if source is not None else (lambda name: None)
+    fn = tx.wrap(value.func, sub("func"), do_guard)
+    args = tx.wrap(value.args, sub("args"), do_guard)
+    kwargs = tx.wrap(value.keywords, sub("keywords"), do_guard)
+    return PartialVariable(fn, args.unpack(tx), kwargs.items, source)

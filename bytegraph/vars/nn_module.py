@@ -48,6 +48,7 @@ from .functions import BoundMethodVariable
 from .lazy_int import wrap_int
 from .classes import class_lookup
 from .objects import DELETED, UserObjectVariable
+from .registry import register
 from .tensor import TensorVariable
 
 
@@ -230,8 +231,9 @@ _NO_HOOKS = "({0}['_backward_hooks'] or {0}['_backward_pre_hooks'] or {0}['_forw
 
 # ---- the tracker ---------------------------------------------------------------------------
 
+@register(torch.nn.Module, weakref.ReferenceType)
 def build_module(tx, module: torch.nn.Module, source, do_guard: bool) -> NNModuleVariable:
-    """The tracker for `module` at `source` (called by `builder.wrap`), with its type guard.
+    """The tracker for `module` at `source` (or a weak reference), with its type guard.
 
     Note [Modules are guarded by type, not identity]: everything the trace reads from a
     module is guarded through its own source (constants by value, submodules by type,

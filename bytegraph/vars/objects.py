@@ -13,6 +13,9 @@ name -> tracker or DELETED) and recorded in the side-effect log, which replays t
 `setattr`/`delattr` after the graph; later reads in the same trace see them. Writes to a
 module's attributes are global writes of that module. Operators, truth and iteration of
 instances go to the class's dunder methods (`vars/dunders.py`).
+
+Registers the builders (`vars/registry.py`) of Python modules, C functions outside the
+trace-rules table (`OpaqueCallableVariable`) and, as the fallback, any other object.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ import types
 
 import torch
 
+from ..guards.guard import GuardKind
 from ..guards.sources import AttrSource
 from .base import CallableValueVariable, VariableTracker
 from .classes import MISSING, bind_class_attribute, call_property, class_lookup, is_data_descriptor, \
@@ -28,6 +32,7 @@ from .classes import MISSING, bind_class_attribute, call_property, class_lookup,
 from .constant import ConstantVariable
 from .containers import DICT_MUTATORS, DictVariable
 from .lazy_int import wrap_int
+from .registry import guard, register
 
 class _Deleted:
     """The pending value of a deleted attribute or global (see graph/side_effects.py)."""
@@ -413,10 +418,49 @@ class OpaqueCallableVariable(CallableValueVariable):
     __slots__ = ()
 
     def call_function(self, tx, args, kwargs):
-        tx.unsupported(f"calling C function {getattr(self.fn, '__qualname__', self.fn)!s}, which bytegraph "
-                       "does not know", category="unsupported call",
-                       hint="the call runs eagerly at a graph break; move it outside the compiled "
-                            "function to avoid the break")
+        from .trace_rules import lookup
+
+        rule = lookup(self.fn)  # a BREAK rule: why, and how to avoid it
+        tx.unsupported(rule.reason, category=rule.category, hint=rule.hint)
 
     def describe(self) -> str:
         return f"C function {getattr(self.fn, '__qualname__', self.fn)!s}"
+
+
+# ---- builders (vars/registry.py) ---------------------------------------------------------
+
+@register(types.ModuleType)
+def build_python_module(tx, value, source, do_guard: bool) -> VariableTracker:
+    guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
+    return PythonModuleVariable(value, source)
+
+
+@register(types.BuiltinFunctionType, types.MethodWrapperType, types.WrapperDescriptorType,
+          types.MethodDescriptorType)
+def build_c_function(tx, value, source, do_guard: bool) -> VariableTracker:
+    """A C function outside the trace-rules table (`vars/trace_rules.py`)."""
+    if source is None:
+        tx.unsupported(f"C function {getattr(value, '__qualname__', value)!s} without a source",
+                       category="unsupported value")
+    guard(tx, do_guard, same_callable_guard(value), source, value)
+    return OpaqueCallableVariable(value, source)
+
+
+def same_callable_guard(fn) -> GuardKind:
+    """How to guard that a callable is still `fn`: by identity, except for a C method bound
+    anew at every read (`itertools.chain.from_iterable`, `dict.fromkeys`, `t.__add__`: each
+    read makes a fresh object, equal to the last), which is guarded by equality."""
+    if type(fn) is types.MethodWrapperType or (
+            type(fn) is types.BuiltinMethodType and not isinstance(fn.__self__, (types.ModuleType, type(None)))):
+        return GuardKind.CONSTANT_MATCH
+    return GuardKind.ID_MATCH
+
+
+@register(object)
+def build_user_object(tx, value, source, do_guard: bool) -> VariableTracker:
+    """Any other object from the caller's world, guarded by type."""
+    if source is None:
+        tx.unsupported(f"an object of type {type(value).__qualname__} made outside the trace without a source",
+                       category="unsupported value")
+    guard(tx, do_guard, GuardKind.TYPE_MATCH, source, type(value))
+    return UserObjectVariable(value, source)

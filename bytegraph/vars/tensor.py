@@ -16,6 +16,7 @@ from ..guards.sources import AttrSource, MethodResultSource
 from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import SizeVariable, TupleVariable
+from .registry import register
 
 # Attributes whose value only depends on what the tensor guard pins.
 _METADATA_ATTRS = frozenset({
@@ -178,3 +179,12 @@ def _wrap_metadata(value) -> VariableTracker:
         return TupleVariable([ConstantVariable(v) for v in value])
     return ConstantVariable(value)
 
+
+
+@register(torch.Tensor)
+def build_tensor(tx, value, source, do_guard: bool) -> VariableTracker:
+    """A tensor from the caller's world: a graph input, guarded by its metadata."""
+    if source is None:
+        tx.unsupported("a tensor reached without a source (e.g. a constant tensor attribute "
+                       "of an object created in the compiled function)", category="unsupported value")
+    return tx.output.add_input(source, value)

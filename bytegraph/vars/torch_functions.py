@@ -4,7 +4,7 @@
 A callable is a graph op if torch lists it as overridable (`torch.overrides`: every
 tensor op, `torch.nn.functional.*`, Tensor methods) or it is a tensor factory.
 Anything else from torch (global state setters, RNG seeding, I/O) is not run at trace
-time: it breaks the graph.
+time: it breaks the graph. `GRAPH_OPS` and `SPECIAL` are data of `vars/trace_rules.py`.
 """
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ import torch.nn.functional as F
 import torch.overrides
 
 from .base import CallableValueVariable, VariableTracker
+from ..guards.guard import GuardKind
 from .constant import ConstantVariable
+from .registry import guard, register
 
 _FACTORIES = (
     torch.arange, torch.as_tensor, torch.empty, torch.empty_strided, torch.eye, torch.full,
@@ -41,13 +43,6 @@ def _graph_ops() -> frozenset:
 
 
 GRAPH_OPS = _graph_ops()
-
-
-def is_graph_op(value) -> bool:
-    try:
-        return value in GRAPH_OPS
-    except TypeError:
-        return False
 
 
 class TorchFunctionVariable(CallableValueVariable):
@@ -147,6 +142,13 @@ class WithExitVariable(VariableTracker):
 
     def reconstruct(self, cg) -> None:
         cg.load_const(RestoreGradMode(self.ctx.prior))
+
+
+@register(RestoreGradMode, exact=True)
+def build_restore_grad_mode(tx, value, source, do_guard: bool) -> VariableTracker:
+    """A grad-mode `with` block's exit handed to a resume function (Note [Breaks inside blocks])."""
+    guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
+    return WithExitVariable(GradModeVariable(not value.prior, value.prior), source)
 
 
 class GradModeWrappedFunction(VariableTracker):
@@ -281,10 +283,3 @@ SPECIAL = {
     torch.set_rng_state: _rng,
     torch.random.fork_rng: _rng,
 }
-
-
-def is_special(value) -> bool:
-    try:
-        return value in SPECIAL
-    except TypeError:
-        return False

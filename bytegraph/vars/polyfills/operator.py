@@ -1,0 +1,25 @@
+"""Polyfills for the C functions of `operator` that walk a sequence."""
+import operator
+
+from . import polyfill
+
+
+@polyfill(operator.countOf)
+def countOf(a, b, /):
+    """`operator.countOf(a, b)`: items that are `b` or equal to it."""
+    count = 0
+    for item in a:
+        if item is b or item == b:
+            count += 1
+    return count
+
+
+@polyfill(operator.indexOf)
+def indexOf(a, b, /):
+    """`operator.indexOf(a, b)`: the index of the first item that is `b` or equal to it."""
+    index = 0
+    for item in a:
+        if item is b or item == b:
+            return index
+        index += 1
+    raise ValueError("sequence.index(x): x not in sequence")

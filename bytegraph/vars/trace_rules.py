@@ -1,0 +1,131 @@
+"""The trace rules: for any callable, one lookup says how a call of it is traced, and why.
+
+`lookup(fn) -> Rule | None`, one of:
+- GRAPH_OP: a torch op; a call adds a graph node (`vars/torch_functions.py::GRAPH_OPS`:
+  what `torch.overrides` lists, plus tensor factories);
+- BUILTIN: a handler with trace-time semantics of its own (`vars/builtins.py::HANDLERS`:
+  builtins, `operator`, `math`; `vars/torch_functions.py::SPECIAL`: grad mode, RNG state,
+  `torch.Size`...);
+- POLYFILL: a C function with a Python stand-in (`vars/polyfills/`), inlined in its place;
+- INLINE: a Python function, whose bytecode is inlined;
+- BREAK: a call is a graph break; the rule says why and how to avoid it (a Python function
+  of a module that does I/O or keeps global state, a C function nothing models).
+None: not a callable the rules decide (a class outside the tables, a bound method, a
+partial, an object with `__call__`); the tracker of the value's kind decides.
+
+The tables stay next to their handlers, declarative (callable -> handler); this module
+merges them once, at import, into `RULES` (a callable is in at most one of them: a test
+checks it). Table entries are looked up by the value itself (equal bound builtins, such as
+two reads of `itertools.chain.from_iterable`, find the same rule); a Python function's
+rule depends only on its module and is memoized per module name; a C function outside the
+tables gets a fresh BREAK rule (such values are often transient bound methods, so no memo
+by identity would be safe).
+"""
+from __future__ import annotations
+
+import enum
+import functools
+import types
+from dataclasses import dataclass
+
+from . import polyfills
+from .builtins import HANDLERS, BuiltinVariable
+from .polyfills import POLYFILLS, PolyfillVariable
+from .torch_functions import GRAPH_OPS, SPECIAL, TorchFunctionVariable, TorchSpecialVariable
+
+
+class Kind(enum.Enum):
+    GRAPH_OP = "graph op"
+    BUILTIN = "builtin handler"
+    POLYFILL = "polyfill"
+    INLINE = "inline"
+    BREAK = "graph break"
+
+
+@dataclass(frozen=True)
+class Rule:
+    kind: Kind
+    reason: str  # why this rule: the table it comes from, or why a call breaks
+    tracker: type | None = None  # the tracker class a value with this rule gets (table rules)
+    handler: object = None  # BUILTIN: the table's handler
+    polyfill: polyfills.Polyfill | None = None  # POLYFILL
+    category: str = ""  # BREAK: the break category
+    hint: str = ""  # BREAK: how to avoid the break
+
+
+def _table() -> dict:
+    """Every table entry as a rule; where one callable is in two tables, the earlier wins."""
+    tables = (
+        ((fn, Rule(Kind.POLYFILL, "a C function with a Python stand-in in vars/polyfills",
+                   PolyfillVariable, polyfill=p)) for fn, p in POLYFILLS.items()),
+        ((fn, Rule(Kind.BUILTIN, "a torch callable with trace-time semantics (torch_functions.SPECIAL)",
+                   TorchSpecialVariable, handler=h)) for fn, h in SPECIAL.items()),
+        ((fn, Rule(Kind.GRAPH_OP, "a torch op (torch.overrides or a tensor factory)", TorchFunctionVariable))
+         for fn in GRAPH_OPS),
+        ((fn, Rule(Kind.BUILTIN, "a builtin, operator or math function (builtins.HANDLERS)", BuiltinVariable,
+                   handler=h)) for fn, h in HANDLERS.items()),
+    )
+    rules: dict = {}
+    for table in tables:
+        for fn, rule in table:
+            rules.setdefault(fn, rule)
+    return rules
+
+
+RULES = _table()
+
+# The types of every callable in RULES: only values of these types (or of a metaclass,
+# for classes) can have a table rule, so the builder asks `lookup` for them alone.
+RULE_TYPES = frozenset(type(fn) for fn in RULES)
+
+C_FUNCTION_TYPES = (types.BuiltinFunctionType, types.MethodWrapperType, types.WrapperDescriptorType,
+                    types.MethodDescriptorType)
+
+# Library modules whose functions do I/O, threading or keep global state: calling them
+# is a graph break (the call runs eagerly) instead of an attempt to inline them.
+NOT_INLINED_MODULES = frozenset({
+    "logging", "warnings", "threading", "random", "time", "os", "sys", "io", "pdb", "traceback",
+    "inspect", "pickle", "subprocess", "socket", "numpy", "tqdm", "copy", "gc", "weakref", "abc",
+    "contextlib", "atexit", "signal", "shutil", "tempfile", "pathlib", "json", "csv", "datetime",
+})
+
+# torch's own compiler plumbing and profiler hooks (decorators around optimizer methods).
+NOT_INLINED_PREFIXES = ("torch._dynamo", "torch._compile", "torch.autograd.profiler", "torch.profiler",
+                        "typing")
+
+_INLINE = Rule(Kind.INLINE, "a Python function: its bytecode is traced")
+_IO_MODULE = Rule(Kind.BREAK, "it does I/O or keeps global state", category="unsupported call",
+                  hint="the call runs eagerly at a graph break; move it outside the compiled "
+                       "function to avoid the break")
+
+
+def lookup(fn) -> Rule | None:
+    """How a call of `fn` is traced (None: the tracker of `fn`'s kind decides)."""
+    try:
+        rule = RULES.get(fn)
+    except TypeError:  # unhashable: no table holds it
+        return None
+    if rule is not None:
+        return rule
+    kind = type(fn)
+    if kind is types.FunctionType:
+        return python_rule(fn.__globals__.get("__name__", "") or "")
+    if issubclass(kind, C_FUNCTION_TYPES):
+        name = getattr(fn, "__qualname__", fn)
+        return Rule(Kind.BREAK, f"calling C function {name!s}, which bytegraph does not know",
+                    category="unsupported call", hint=_IO_MODULE.hint)
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def python_rule(module: str) -> Rule:
+    """INLINE for a Python function of module `module`, or BREAK for an I/O or global-state
+    module (the reason is completed with the function's name by the caller)."""
+    if module.split(".", 1)[0] in NOT_INLINED_MODULES or module.startswith(NOT_INLINED_PREFIXES):
+        return _IO_MODULE
+    return _INLINE
+
+
+def is_traceable(fn: types.FunctionType) -> bool:
+    """Whether bytegraph inlines calls of Python function `fn`."""
+    return python_rule(fn.__globals__.get("__name__", "") or "").kind is Kind.INLINE
