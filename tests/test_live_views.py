@@ -629,3 +629,10 @@ def test_real_dict_view_and_iterator_arguments():
         d = {"a": 1, "b": 2}
         out = fn(d.keys(), iter({"m": 1, "n": 2}), d, t2())
         assert out[:3] == (["a", "b", "q"], 3, "m")
+
+
+def test_lazy_iterator_types():
+    def f(xs, x):
+        return type(map(abs, xs)).__name__, type(zip(xs)) is zip, isinstance(enumerate(xs), enumerate), x + 1
+
+    check(f, [1], t2(), graphs=1)

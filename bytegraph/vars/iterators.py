@@ -262,6 +262,9 @@ class MapIteratorVariable(IteratorVariable):
         self.fn = fn
         self.iterators = iterators
 
+    def python_type(self) -> type:
+        return map
+
     def next_item(self, tx):
         args = []
         for it in self.iterators:
@@ -279,6 +282,9 @@ class ZipIteratorVariable(IteratorVariable):
         super().__init__(None)
         self.iterators = iterators
         self.strict = strict
+
+    def python_type(self) -> type:
+        return zip
 
     def next_item(self, tx):
         items = []
@@ -299,6 +305,9 @@ class EnumerateIteratorVariable(IteratorVariable):
         super().__init__(None)
         self.iterator = iterator
         self.count = start
+
+    def python_type(self) -> type:
+        return enumerate
 
     def next_item(self, tx):
         item = self.iterator.next_item(tx)
