@@ -595,7 +595,6 @@ def test_real_list_iterator_argument():
         xs.append(a)
         return a, list(it), x + 1
 
-    lst = [1, 2, 3]
     cf = bytegraph.compile(f, backend=CompileCounter())
     e_list, c_list = [1, 2, 3], [1, 2, 3]
     it_e, it_c = iter(e_list), iter(c_list)
@@ -603,7 +602,6 @@ def test_real_list_iterator_argument():
     assert e_list == c_list and list(it_e) == list(it_c) == []
     e_list.append(7), c_list.append(7)
     assert list(it_e) == list(it_c) == []
-    del lst
 
 
 def test_real_list_iterator_argument_partly_consumed():
