@@ -194,6 +194,10 @@ class PyCodegen:
     def pop_top(self) -> None:
         self._emit("POP_TOP")
 
+    def copy(self, depth: int) -> None:
+        """Push the stack item `depth` deep (1: the top) again."""
+        self._emit("COPY", depth)
+
     def call_and_pop(self, nargs: int) -> None:
         self.call(nargs)
         self.pop_top()
@@ -208,11 +212,13 @@ def _built_once(vt) -> bool:
     from ..vars.containers import BaseListVariable, DictVariable, SetVariable, SizeVariable
     from ..vars.functions import (BoundMethodVariable, CellVariable, MethodObjectVariable, NestedFunctionVariable,
                                   PartialVariable)
-    from ..vars.iterators import ListIteratorVariable
+    from ..vars.dict_views import DictViewVariable
+    from ..vars.iterators import HashedIteratorVariable, SequenceIteratorVariable
     from ..vars.objects import UserObjectVariable
 
     if isinstance(vt, BoundMethodVariable):
         return not isinstance(vt, MethodObjectVariable) or vt.source is None
     return vt.source is None and isinstance(vt, (
         BaseListVariable, DictVariable, SetVariable, CellVariable, NestedFunctionVariable, PartialVariable,
-        UserObjectVariable, ListIteratorVariable)) and not isinstance(vt, SizeVariable)
+        UserObjectVariable, SequenceIteratorVariable, HashedIteratorVariable, DictViewVariable)) \
+        and not isinstance(vt, SizeVariable)

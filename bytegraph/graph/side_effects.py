@@ -28,6 +28,7 @@ twice (returned and stored, stored twice) is built once and kept in a temporary 
 from __future__ import annotations
 
 from ..guards.sources import ClosureSource, GlobalsDictSource
+from ..vars.iterators import advance_iterator, set_iterator_state
 from ..vars.objects import DELETED  # pending value of a deleted attribute or global
 
 
@@ -41,14 +42,10 @@ def _replace_set(s, new):
     s.update(new)
 
 
-def _advance_iterator(it, index):
-    it.__setstate__(index)
-
-
 class SideEffects:
     """Everything the traced code did to the caller's world, in O(1) per write."""
 
-    __slots__ = ("mutated", "attr_objects", "globals", "cells", "by_id", "_keepalive", "writes")
+    __slots__ = ("mutated", "attr_objects", "globals", "cells", "by_id", "_keepalive", "writes", "positioned")
 
     def __init__(self):
         self.mutated: dict = {}        # id(container tracker) -> tracker (sourced list/dict/set/iterator)
@@ -58,12 +55,21 @@ class SideEffects:
         self.by_id: dict = {}          # id(real mutable object) -> tracker (identity map)
         self._keepalive: list = []     # the real objects of `by_id` (ids stay unique)
         self.writes = 0                # number of recorded writes (for stats and tests)
+        self.positioned: list = []     # iterators made during tracing, positioned after the replay
 
     # ---- recording ---------------------------------------------------------------------
     def mutate(self, vt) -> None:
         """Container `vt` (with a source) was changed in place; replay its final state."""
         self.mutated[id(vt)] = vt
         self.writes += 1
+
+    def is_mutated(self, vt) -> bool:
+        return id(vt) in self.mutated
+
+    def position_after_replay(self, it_vt) -> None:
+        """Iterator `it_vt`, made during tracing over a pre-existing list that the replay
+        changes, was just rebuilt at its start; set its position after the replay."""
+        self.positioned.append(it_vt)
 
     def note_attr_write(self, vt) -> None:
         """`vt.attrs` (its pending attribute writes) changed."""
@@ -121,13 +127,20 @@ class SideEffects:
             push()
         for _, store in effects:
             store()
+        for vt in self.positioned:  # filled while the operands above were built
+            cg.push_null()
+            cg.load_const(set_iterator_state)
+            cg.reconstruct(vt)
+            cg.load_const(vt.index)
+            cg.call_and_pop_2()
         self._guard_distinct(cg.tx.output)
 
     def _effects(self, cg):
         """(push operands, store) pairs, in the order the writes were first made."""
         from ..vars.containers import DictVariable, ListVariable, SetVariable
-        from ..vars.iterators import ListIteratorVariable
+        from ..vars.iterators import HashedIteratorVariable, SequenceIteratorVariable
 
+        iterators = []
         for vt in self.mutated.values():
             if isinstance(vt, ListVariable):
                 yield _list_effect(cg, vt)
@@ -135,10 +148,16 @@ class SideEffects:
                 yield _call_effect(cg, _replace_dict, vt, lambda vt=vt: _push_dict(cg, vt))
             elif isinstance(vt, SetVariable):
                 yield _call_effect(cg, _replace_set, vt, lambda vt=vt: cg.load_const(tuple(vt.items)))
-            elif isinstance(vt, ListIteratorVariable):
-                yield _call_effect(cg, _advance_iterator, vt, lambda vt=vt: cg.load_const(vt.index))
+            elif isinstance(vt, (SequenceIteratorVariable, HashedIteratorVariable)):
+                iterators.append(vt)  # after the containers: `__setstate__` clamps to the length
             else:  # pragma: no cover - only containers are logged here
                 raise AssertionError(f"cannot replay a mutation of {vt!r}")
+        for vt in iterators:
+            if isinstance(vt, SequenceIteratorVariable):
+                yield _call_effect(cg, set_iterator_state, vt, lambda vt=vt: cg.load_const(vt.index))
+            else:
+                steps = vt.replay_steps(cg)
+                yield _call_effect(cg, advance_iterator, vt, lambda steps=steps: cg.load_const(steps))
         for vt in self.attr_objects.values():
             for name, value in vt.attrs.items():
                 yield _attr_effect(cg, vt.source, name, value)

@@ -373,6 +373,40 @@ class IteratorSeqSource(Source):
         cg.binary_subscr()
 
 
+def container_of(obj):
+    """The dict or set a real dict view or dict/set iterator reads (None once an iterator is
+    exhausted): CPython keeps no Python-level path to it, its garbage-collector traversal
+    visits it first (`dictview_traverse`, `dictiter_traverse`, `setiter_traverse`)."""
+    import gc
+
+    for ref in gc.get_referents(obj):
+        if isinstance(ref, (dict, set)):
+            return ref
+    return None
+
+
+@source_class
+class ContainerOfSource(Source):
+    """The dict/set that the real dict view or dict/set iterator at `base` reads."""
+
+    base: Source
+
+    def name(self) -> str:
+        return f"{ObjectSource(container_of).name()}({self.base.name()})"
+
+    def describe(self) -> str:
+        return f"container of {self.base.describe()}"
+
+    def prefix(self) -> Source:
+        return self.base
+
+    def reconstruct(self, cg) -> None:
+        cg.push_null()
+        cg.load_const(container_of)
+        cg.load_source(self.base)
+        cg.call(1)
+
+
 @source_class
 class IteratorIndexSource(Source):
     """How far the `tuple_iterator`/`list_iterator` at `base` has advanced."""

@@ -22,7 +22,8 @@ from ..guards.sources import ClosureSource, GlobalsDictSource, LocalCellContents
 from ..vars.base import MethodOfVariable
 from ..vars.containers import BaseListVariable, DictVariable
 from ..vars.functions import BoundMethodVariable, CellVariable, NestedFunctionVariable, PartialVariable
-from ..vars.iterators import ListIteratorVariable
+from ..vars.dict_views import DictViewVariable, MappingProxyVariable
+from ..vars.iterators import HashedIteratorVariable, SequenceIteratorVariable
 from ..vars.objects import DELETED, UserObjectVariable
 from ..vars.tensor import TensorVariable
 from ..vars.lazy_int import wrap_int
@@ -227,9 +228,12 @@ def _collect_graph_tensors(vt, outputs: list, index: dict, seen: set | None = No
     elif isinstance(vt, DictVariable):
         for item in vt.items.values():
             _collect_graph_tensors(item, outputs, index, seen)
-    elif isinstance(vt, ListIteratorVariable):
-        for item in vt.items[vt.index:]:
-            _collect_graph_tensors(item, outputs, index, seen)
+    elif isinstance(vt, SequenceIteratorVariable):  # rebuilt over the whole sequence
+        _collect_graph_tensors(vt.seq, outputs, index, seen)
+    elif isinstance(vt, HashedIteratorVariable):
+        _collect_graph_tensors(vt.container, outputs, index, seen)
+    elif isinstance(vt, (DictViewVariable, MappingProxyVariable)):
+        _collect_graph_tensors(vt.dict_vt, outputs, index, seen)
     elif isinstance(vt, CellVariable):
         if vt.known_contents() is not None:
             _collect_graph_tensors(vt.known_contents(), outputs, index, seen)

@@ -41,7 +41,7 @@ class BuildOps:
 
     def LIST_APPEND(self, inst):
         item = self.stack.pop()
-        self.stack[-inst.arg].items.append(item)
+        self.stack[-inst.arg].call_method(self, "append", [item], {})
 
     def SET_ADD(self, inst):
         item = self.stack.pop()
@@ -54,7 +54,7 @@ class BuildOps:
 
     def LIST_EXTEND(self, inst):
         iterable = self.stack.pop()
-        self.stack[-inst.arg].items.extend(iterator_of(self, iterable).unpack(self))
+        self.stack[-inst.arg].call_method(self, "extend", [iterator_of(self, iterable).unpack(self)], {})
 
     def SET_UPDATE(self, inst):
         iterable = self.stack.pop()
@@ -72,7 +72,7 @@ class BuildOps:
         for key in other.items:
             if key in target.items:
                 self.raise_user_error(TypeError(f"got multiple values for keyword argument '{key}'"))
-        target.items.update(other.items)
+        target.call_method(self, "update", [other], {})
 
     def LIST_TO_TUPLE(self, inst):
         self.stack.append(TupleVariable(self.stack.pop().items))

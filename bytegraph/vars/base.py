@@ -49,9 +49,9 @@ class VariableTracker:
 
     def iterate(self, tx):
         """`iter(value)` at trace time: an iterator tracker."""
-        from .iterators import ListIteratorVariable
+        from .iterators import SequenceIteratorVariable
 
-        return ListIteratorVariable(self.unpack(tx))
+        return SequenceIteratorVariable.over_items(self.unpack(tx))
 
     def truth(self, tx) -> bool:
         """`bool(value)` at trace time; data-dependent values break."""

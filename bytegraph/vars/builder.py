@@ -20,14 +20,16 @@ import enum
 import torch
 
 from ..guards.guard import Guard, GuardKind
-from ..guards.sources import ItemSource, IteratorIndexSource, IteratorSeqSource
+from ..guards.sources import (ContainerOfSource, ItemSource, IteratorIndexSource, IteratorSeqSource,
+                              MethodResultSource, container_of)
 from . import registry
 from . import classes, constant, functions, nn_module, objects, tensor, torch_functions  # noqa: F401  (their builders)
 from .base import VariableTracker
 from .classes import ClassVariable
 from .constant import ConstantVariable, is_constant_value
 from .containers import DictVariable, ListVariable, NamedTupleVariable, SetVariable, SizeVariable, TupleVariable
-from .iterators import ListIteratorVariable
+from .dict_views import DictViewVariable
+from .iterators import HashedIteratorVariable, SequenceIteratorVariable, constant_sequence
 from .objects import UserObjectVariable, build_user_object, same_callable_guard
 from .registry import guard as _guard, register
 from .tensor import TensorVariable
@@ -57,7 +59,8 @@ def wrap(tx, value, source=None, guard: bool = True) -> VariableTracker:
     return vt
 
 
-_IDENTITY_TRACKED = (ListVariable, DictVariable, SetVariable, UserObjectVariable, ListIteratorVariable)
+_IDENTITY_TRACKED = (ListVariable, DictVariable, SetVariable, UserObjectVariable, SequenceIteratorVariable,
+                     HashedIteratorVariable)
 
 
 def _build(tx, value, source, do_guard: bool) -> VariableTracker:
@@ -144,21 +147,81 @@ def _build_set(tx, value, source, do_guard: bool) -> VariableTracker:
     return SetVariable([ConstantVariable(v) for v in value], source, tx)
 
 
-_TUPLE_ITERATOR = type(iter(()))
+# real iterators that `__reduce__` to `(iter or reversed, (sequence,), index)`: reversed?
+_SEQUENCE_ITERATORS = {type(iter(())): False, type(iter([])): False, type(iter(range(0))): False,
+                       type(iter("")): False, type(iter("\u00e9")): False, type(iter(b"")): False,
+                       type(reversed([])): True, type(reversed(())): True}
 
 
-@register(_TUPLE_ITERATOR, exact=True)
-def _build_tuple_iterator(tx, value, source, do_guard: bool) -> VariableTracker:
-    """A real tuple iterator (a for-loop iterator handed to a resume function): its
-    remaining items are read through `__reduce__` and guarded like a tuple."""
+@register(*_SEQUENCE_ITERATORS, exact=True)
+def _build_sequence_iterator(tx, value, source, do_guard: bool) -> VariableTracker:
+    """A real tuple/list/range/str iterator from outside (e.g. a for-loop iterator handed to
+    a resume function): its sequence (the real list itself, for a list iterator) and
+    position are read through `__reduce__`, the sequence guarded like any value, the
+    position by value (Note [Live iterators] in vars/iterators.py)."""
     if source is None:
         return build_user_object(tx, value, source, do_guard)
-    _, (seq,), index = value.__reduce__()
-    _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, _TUPLE_ITERATOR)
+    reduced = value.__reduce__()
+    if len(reduced) != 3:
+        tx.unsupported(f"an exhausted {type(value).__name__} read from outside", category="unsupported value")
+    _, (seq,), index = reduced
+    _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, type(value))
     _guard(tx, do_guard, GuardKind.CONSTANT_MATCH, IteratorIndexSource(source), index)
-    items = wrap(tx, seq, IteratorSeqSource(source), do_guard)
-    it = ListIteratorVariable(items.unpack(tx), source)
-    it.index = index
+    seq_vt = wrap(tx, seq, IteratorSeqSource(source), do_guard)
+    if not isinstance(seq_vt, (ListVariable, TupleVariable)) and not constant_sequence(seq_vt):
+        tx.unsupported(f"a {type(value).__name__} over {seq_vt.describe()}", category="unsupported value")
+    return SequenceIteratorVariable(seq_vt, reverse=_SEQUENCE_ITERATORS[type(value)], index=index, source=source)
+
+
+_DICT_VIEWS = {type(getattr(d, kind)()): kind for d in ({}, collections.OrderedDict())
+               for kind in ("keys", "values", "items")}
+# real dict/set iterators: (view kind, reversed); an OrderedDict's are one type for every kind
+_HASHED_ITERATORS = {type(iter({})): (None, False), type(iter({}.values())): ("values", False),
+                     type(iter({}.items())): ("items", False), type(reversed({})): (None, True),
+                     type(reversed({}.values())): ("values", True), type(reversed({}.items())): ("items", True),
+                     type(iter(set())): (None, False)}
+
+
+def _container(tx, value, source, do_guard: bool, kinds: tuple) -> VariableTracker:
+    container = container_of(value)
+    if container is None:
+        tx.unsupported(f"an exhausted {type(value).__name__} read from outside", category="unsupported value")
+    container_vt = wrap(tx, container, ContainerOfSource(source), do_guard)
+    if not isinstance(container_vt, kinds):
+        tx.unsupported(f"a {type(value).__name__} over {container_vt.describe()}", category="unsupported value")
+    return container_vt
+
+
+@register(*_DICT_VIEWS, exact=True)
+def _build_dict_view(tx, value, source, do_guard: bool) -> VariableTracker:
+    """A real dict view from outside: live over the tracker of its (same) dict."""
+    if source is None:
+        return build_user_object(tx, value, source, do_guard)
+    _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, type(value))
+    return DictViewVariable(_container(tx, value, source, do_guard, (DictVariable,)), _DICT_VIEWS[type(value)], source)
+
+
+@register(*_HASHED_ITERATORS, exact=True)
+def _build_hashed_iterator(tx, value, source, do_guard: bool) -> VariableTracker:
+    """A real dict/set iterator from outside (e.g. a for-loop iterator handed to a resume
+    function): its container through `ContainerOfSource`, its position from the items its
+    `__reduce__` lists (raising if the container changed size: then it breaks)."""
+    if source is None:
+        return build_user_object(tx, value, source, do_guard)
+    kind, reverse = _HASHED_ITERATORS[type(value)]
+    try:
+        remaining = value.__reduce__()[1][0]
+    except RuntimeError:
+        tx.unsupported(f"a {type(value).__name__} whose container changed size", category="unsupported value")
+    _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, type(value))
+    _guard(tx, do_guard, GuardKind.CONSTANT_MATCH, MethodResultSource(source, "__length_hint__"), len(remaining))
+    if not remaining:  # a stale iterator's length hint is 0 too; its `__reduce__` raises
+        _guard(tx, do_guard, GuardKind.CONSTANT_MATCH, MethodResultSource(source, "__reduce__"), value.__reduce__())
+    container_vt = _container(tx, value, source, do_guard, (DictVariable, SetVariable))
+    it = HashedIteratorVariable(container_vt, kind, reverse, len(container_vt.items) - len(remaining), source)
+    if not it.walks(remaining):
+        tx.unsupported(f"a {type(value).__name__} whose container changed during the iteration",
+                       category="unsupported value")
     return it
 
 

@@ -23,8 +23,9 @@ from .functions import NestedFunctionVariable, PartialVariable, UserFunctionVari
 from .containers import (BaseListVariable, DictVariable, ListVariable, SetVariable, SizeVariable,
                          TupleVariable)
 from .dunders import handles_operator, is_user_instance, user_contains, user_operator
-from .iterators import (EnumerateIteratorVariable, IteratorVariable, ListIteratorVariable,
-                        MapIteratorVariable, ZipIteratorVariable, iterator_of)
+from .dict_views import DictViewVariable, view_operator
+from .iterators import (EnumerateIteratorVariable, IteratorVariable, MapIteratorVariable, SequenceIteratorVariable,
+                        ZipIteratorVariable, constant_sequence, iterator_of)
 from .tensor import TensorVariable
 
 HANDLERS: dict = {}
@@ -119,6 +120,8 @@ def _inplace_operator(tx, fn, args, kwargs):
 def _sequence_operator(tx, fn, args):
     if len(args) == 2:
         a, b = args
+        if isinstance(a, DictViewVariable) or isinstance(b, DictViewVariable):
+            return view_operator(tx, fn, a, b)
         if fn is operator.add and isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable) \
                 and issubclass(b.python_type(), a.python_type()) or (
                 fn is operator.add and isinstance(a, TupleVariable) and isinstance(b, TupleVariable)):
@@ -181,7 +184,8 @@ def _bool(tx, fn, args, kwargs):
 @handles(operator.contains)
 def _contains(tx, fn, args, kwargs):
     container, item = args
-    if isinstance(container, DictVariable):
+    if isinstance(container, DictVariable) or (isinstance(container, DictViewVariable)
+                                               and container.kind != "values"):
         return container.call_method(tx, "__contains__", [item], {})
     if isinstance(container, TensorVariable):
         tx.unsupported("`in` on a tensor depends on tensor data", category="data-dependent")
@@ -418,7 +422,7 @@ def _has_attr(tx, obj, name: str) -> bool:
         if obj.source is not None:
             tx.guard_attr_presence(obj.source, name, present)
         return present
-    if isinstance(obj, (BaseListVariable, DictVariable, SetVariable)):
+    if isinstance(obj, (BaseListVariable, DictVariable, SetVariable, DictViewVariable)):
         return hasattr(obj.python_type(), name)
     if isinstance(obj, (UserFunctionVariable, NestedFunctionVariable)):
         return obj.has_attr(tx, name)
@@ -544,7 +548,7 @@ def _filter(tx, fn, args, kwargs):
     pred, items = args[0], iterator_of(tx, args[1]).unpack(tx)
     keep = [i for i in items if (i.truth(tx) if pred.is_python_constant() and pred.as_python_constant() is None
                                  else pred.call_function(tx, [i], {}).truth(tx))]
-    return ListIteratorVariable(keep)
+    return SequenceIteratorVariable.over_items(keep)
 
 
 @handles(itertools.repeat)
@@ -553,7 +557,7 @@ def _repeat(tx, fn, args, kwargs):
     times = args[1] if len(args) > 1 else kwargs.get("times")
     if times is None or not times.is_python_constant():
         tx.unsupported("itertools.repeat() without a constant count", category="unsupported builtin")
-    return ListIteratorVariable([args[0]] * max(0, times.as_python_constant()))
+    return SequenceIteratorVariable.over_items([args[0]] * max(0, times.as_python_constant()))
 
 
 @handles(builtins.reversed)
@@ -561,7 +565,13 @@ def _reversed(tx, fn, args, kwargs):
     (obj,) = args
     if isinstance(obj, (IteratorVariable, SetVariable)):
         tx.raise_user_error(TypeError(f"{obj.describe()} is not reversible"))
-    return ListIteratorVariable(list(reversed(obj.unpack(tx))))
+    if isinstance(obj, (BaseListVariable, DictVariable, DictViewVariable)):
+        return obj.reverse_iterate(tx)  # live (Note [Live iterators])
+    if constant_sequence(obj):
+        if isinstance(obj.value, range):  # CPython: a range_iterator over the reversed range
+            return SequenceIteratorVariable(ConstantVariable(obj.value[::-1]))
+        return SequenceIteratorVariable(obj, reverse=True)
+    return SequenceIteratorVariable.over_items(list(reversed(obj.unpack(tx))))
 
 
 @handles(builtins.sorted)

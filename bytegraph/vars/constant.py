@@ -61,6 +61,13 @@ class ConstantVariable(VariableTracker):
             return [ConstantVariable(v) for v in self.value]
         return super().unpack(tx)
 
+    def iterate(self, tx):
+        from .iterators import SequenceIteratorVariable, constant_sequence
+
+        if constant_sequence(self):
+            return SequenceIteratorVariable(self)
+        return super().iterate(tx)
+
     def reconstruct(self, cg) -> None:
         cg.load_const(self.value)
 

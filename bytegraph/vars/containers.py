@@ -16,7 +16,8 @@ from .constant import ConstantVariable
 
 _LIST_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort",
                             "__setitem__", "__delitem__", "__iadd__"})
-DICT_MUTATORS = frozenset({"__setitem__", "__delitem__", "pop", "popitem", "update", "setdefault", "clear"})
+DICT_MUTATORS = frozenset({"__setitem__", "__delitem__", "pop", "popitem", "update", "setdefault", "clear",
+                           "move_to_end"})
 _SET_MUTATORS = frozenset({"add", "discard", "remove", "pop", "clear", "update"})
 
 
@@ -48,13 +49,23 @@ class BaseListVariable(VariableTracker):
     def truth(self, tx) -> bool:
         return bool(self.items)
 
+    def iterate(self, tx):
+        from .iterators import SequenceIteratorVariable
+
+        return SequenceIteratorVariable(self)
+
+    def reverse_iterate(self, tx):
+        """`reversed(seq)`: live over a list (Note [Live iterators])."""
+        from .iterators import SequenceIteratorVariable
+
+        return SequenceIteratorVariable(self, reverse=True)
+
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if callable(getattr(self.python_type(), name, None)):
             return MethodOfVariable(self, name)
         return super().var_getattr(tx, name)
 
     def call_method(self, tx, name, args, kwargs):
-
         if name in ("index", "count") and len(args) == 1 and not kwargs:
             return _index_or_count(tx, self, name, args[0])
         if name == "__len__":
@@ -249,14 +260,18 @@ def _index_or_count(tx, seq, name: str, target) -> VariableTracker:
 
 
 class DictVariable(VariableTracker):
-    """A dict (or OrderedDict/defaultdict-free subclass) with constant keys."""
+    """A dict (or OrderedDict/defaultdict-free subclass) with constant keys.
 
-    __slots__ = ("items", "dict_type")
+    `keys_version` counts the changes of the key set (or of the order), so that live
+    iterators notice them (Note [Live iterators] in vars/iterators.py)."""
+
+    __slots__ = ("items", "dict_type", "keys_version")
 
     def __init__(self, items: dict, source=None, dict_type=dict):
         super().__init__(source)
         self.items = dict(items)
         self.dict_type = dict_type
+        self.keys_version = 0
 
     def python_type(self) -> type:
         return self.dict_type
@@ -269,6 +284,19 @@ class DictVariable(VariableTracker):
 
     def unpack(self, tx) -> list:
         return [ConstantVariable(k) for k in self.items]
+
+    def ordered_keys(self) -> list:
+        return list(self.items)
+
+    def iterate(self, tx):
+        from .iterators import HashedIteratorVariable
+
+        return HashedIteratorVariable(self)
+
+    def reverse_iterate(self, tx):
+        from .iterators import HashedIteratorVariable
+
+        return HashedIteratorVariable(self, reverse=True)
 
     def truth(self, tx) -> bool:
         return bool(self.items)
@@ -285,15 +313,13 @@ class DictVariable(VariableTracker):
         return super().var_getattr(tx, name)
 
     def call_method(self, tx, name, args, kwargs):
-        items = self.items
         if name in DICT_MUTATORS:
-            _check_mutable(tx, self, name)
-        if name == "keys":
-            return TupleVariable([ConstantVariable(k) for k in items])
-        if name == "values":
-            return TupleVariable(list(items.values()))
-        if name == "items":
-            return TupleVariable([TupleVariable([ConstantVariable(k), v]) for k, v in items.items()])
+            return self._mutate(tx, name, args, kwargs)
+        items = self.items
+        if name in ("keys", "values", "items") and not args and not kwargs:
+            from .dict_views import DictViewVariable
+
+            return DictViewVariable(self, name)
         if name == "get":
             key = _const_key(tx, args[0])
             default = args[1] if len(args) > 1 else ConstantVariable(None)
@@ -302,36 +328,102 @@ class DictVariable(VariableTracker):
             return ConstantVariable(_const_key(tx, args[0]) in items)
         if name == "__len__":
             return ConstantVariable(len(items))
+        if name == "__iter__" and not args:
+            return self.iterate(tx)
+        if name == "__reversed__" and not args:
+            return self.reverse_iterate(tx)
         if name == "copy":
             return DictVariable(items, dict_type=self.dict_type)
         if name == "__getitem__":
             return self.getitem(tx, args[0])
+        tx.unsupported(f"method {name}() of {self.describe()}", category="unsupported call")
+
+    def _mutate(self, tx, name, args, kwargs) -> VariableTracker:
+        """The dict methods that change it; each begins with the one mutation hook call."""
+        items = self.items
         if name == "__setitem__":
-            items[_const_key(tx, args[0])] = args[1]
+            key = _const_key(tx, args[0])
+            _check_mutable(tx, self, name)
+            self._bump(key not in items)
+            items[key] = args[1]
             return ConstantVariable(None)
         if name == "__delitem__":
             self.getitem(tx, args[0])
+            _check_mutable(tx, self, name)
+            self._bump(True)
             del items[_const_key(tx, args[0])]
             return ConstantVariable(None)
         if name == "pop":
             key = _const_key(tx, args[0])
             if key in items:
+                _check_mutable(tx, self, name)
+                self._bump(True)
                 return items.pop(key)
             if len(args) > 1:
                 return args[1]
             tx.raise_user_error(KeyError(key))
+        if name == "popitem":
+            return self._popitem(tx, args, kwargs)
+        if name == "move_to_end" and self.dict_type is not dict:
+            return self._move_to_end(tx, args, kwargs)
         if name == "setdefault":
             key = _const_key(tx, args[0])
+            if key in items:
+                return items[key]
+            _check_mutable(tx, self, name)
+            self._bump(True)
             return items.setdefault(key, args[1] if len(args) > 1 else ConstantVariable(None))
         if name == "update":
+            new = {}
             for other in args:
-                items.update(_as_mapping(tx, other))
-            items.update(kwargs)
+                new.update(_as_mapping(tx, other))
+            new.update(kwargs)
+            _check_mutable(tx, self, name)
+            self._bump(not new.keys() <= items.keys())
+            items.update(new)
             return ConstantVariable(None)
         if name == "clear":
+            _check_mutable(tx, self, name)
+            self._bump(bool(items))
             items.clear()
             return ConstantVariable(None)
         tx.unsupported(f"method {name}() of {self.describe()}", category="unsupported call")
+
+    def _bump(self, keys_change: bool) -> None:
+        if keys_change:
+            self.keys_version += 1
+
+    def _popitem(self, tx, args, kwargs) -> VariableTracker:
+        last = True
+        if self.dict_type is not dict:
+            flag = args[0] if args else kwargs.get("last", ConstantVariable(True))
+            last = bool(flag.as_python_constant())
+        elif args or kwargs:
+            tx.unsupported("dict.popitem() with arguments", category="unsupported call")
+        if not self.items:
+            tx.raise_user_error(KeyError("popitem(): dictionary is empty" if self.dict_type is dict
+                                         else "dictionary is empty"))
+        key = next(reversed(self.items)) if last else next(iter(self.items))
+        _check_mutable(tx, self, "popitem")
+        self._bump(True)
+        return TupleVariable([ConstantVariable(key), self.items.pop(key)])
+
+    def _move_to_end(self, tx, args, kwargs) -> VariableTracker:
+        key = _const_key(tx, args[0])
+        flag = args[1] if len(args) > 1 else kwargs.get("last", ConstantVariable(True))
+        if key not in self.items:
+            tx.raise_user_error(KeyError(key))
+        _check_mutable(tx, self, "move_to_end")
+        self._bump(True)
+        items = self.items
+        if flag.as_python_constant():
+            items[key] = items.pop(key)
+        else:
+            rest = dict(items)
+            items.clear()
+            items[key] = rest.pop(key)
+            items.update(rest)
+        return ConstantVariable(None)
 
     def reconstruct(self, cg) -> None:
         if self.source is not None:
@@ -362,13 +454,15 @@ def _const_key(tx, vt):
 
 
 class SetVariable(VariableTracker):
-    """A set of constants (as a dict value -> tracker, to keep insertion order for iteration)."""
+    """A set of constants (as a dict value -> tracker, to keep insertion order for iteration);
+    `keys_version` counts the changes of its members (Note [Live iterators])."""
 
-    __slots__ = ("items",)
+    __slots__ = ("items", "keys_version")
 
     def __init__(self, items: list, source=None, tx=None):
         super().__init__(source)
         self.items = {}
+        self.keys_version = 0
         for vt in items:
             self.items[_const_key(tx, vt)] = vt
 
@@ -384,6 +478,14 @@ class SetVariable(VariableTracker):
     def unpack(self, tx) -> list:
         return [ConstantVariable(v) for v in set(self.items)]
 
+    def ordered_keys(self) -> list:
+        return list(set(self.items))
+
+    def iterate(self, tx):
+        from .iterators import HashedIteratorVariable
+
+        return HashedIteratorVariable(self)
+
     def truth(self, tx) -> bool:
         return bool(self.items)
 
@@ -396,26 +498,50 @@ class SetVariable(VariableTracker):
         from .builder import fold_call
 
         if name in _SET_MUTATORS:
-            _check_mutable(tx, self, name)
-            if name == "add":
-                self.items[_const_key(tx, args[0])] = args[0]
-                return ConstantVariable(None)
-            if name in ("discard", "remove"):
-                key = _const_key(tx, args[0])
-                if key not in self.items and name == "remove":
-                    tx.raise_user_error(KeyError(key))
-                self.items.pop(key, None)
-                return ConstantVariable(None)
-            if name == "update":
-                for other in args:
-                    for vt in other.unpack(tx):
-                        self.items[_const_key(tx, vt)] = vt
-                return ConstantVariable(None)
-            if name == "clear":
-                self.items.clear()
-                return ConstantVariable(None)
-            tx.unsupported(f"set.{name}()", category="unsupported call")
+            return self._mutate(tx, name, args)
+        if name == "__iter__" and not args:
+            return self.iterate(tx)
         return fold_call(tx, getattr(set(self.items), name), args, kwargs, f"set.{name}")
+
+    def _mutate(self, tx, name, args) -> VariableTracker:
+        """The set methods that change it; each begins with the one mutation hook call."""
+        items = self.items
+        if name == "add":
+            key = _const_key(tx, args[0])
+            _check_mutable(tx, self, name)
+            self._bump(key not in items)
+            items.setdefault(key, args[0])
+            return ConstantVariable(None)
+        if name in ("discard", "remove"):
+            key = _const_key(tx, args[0])
+            if key not in items:
+                if name == "remove":
+                    tx.raise_user_error(KeyError(key))
+                return ConstantVariable(None)
+            _check_mutable(tx, self, name)
+            self._bump(True)
+            del items[key]
+            return ConstantVariable(None)
+        if name == "update":
+            new = {}
+            for other in args:
+                for vt in other.unpack(tx):
+                    new[_const_key(tx, vt)] = vt
+            _check_mutable(tx, self, name)
+            self._bump(not new.keys() <= items.keys())
+            for key, vt in new.items():
+                items.setdefault(key, vt)
+            return ConstantVariable(None)
+        if name == "clear":
+            _check_mutable(tx, self, name)
+            self._bump(bool(items))
+            items.clear()
+            return ConstantVariable(None)
+        tx.unsupported(f"set.{name}()", category="unsupported call")
+
+    def _bump(self, keys_change: bool) -> None:
+        if keys_change:
+            self.keys_version += 1
 
     def reconstruct(self, cg) -> None:
         if self.source is not None:
@@ -424,4 +550,3 @@ class SetVariable(VariableTracker):
         for k in self.items:
             cg.load_const(k)
         cg.build("BUILD_SET", len(self.items))
-

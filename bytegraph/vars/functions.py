@@ -321,7 +321,7 @@ class NestedFunctionVariable(BaseFunctionVariable):
         elif name.startswith("__") and name.endswith("__") and name != "__wrapped__":
             super().store_attr(tx, name, value)  # __dict__, __defaults__, __code__, ...: graph break
         else:
-            self._dict().items[name] = value
+            self._dict().call_method(tx, "__setitem__", [ConstantVariable(name), value], {})
 
     def _dict(self):
         from .containers import DictVariable

@@ -1,12 +1,33 @@
-"""Iterators made during tracing. Loops are unrolled: FOR_ITER asks `next_item`.
+"""Iterators. Loops are unrolled: FOR_ITER asks `next_item`.
 
-`map`, `zip` and `enumerate` stay lazy like Python's, so user calls inside them run
-in eager's order; list iterators walk a snapshot of the items.
+Iterators are live like CPython's (Note [Live iterators]): an iterator holds the tracker
+of what it walks and a position, never a copy of the items. `map`, `zip` and
+`enumerate` stay lazy like Python's, so user calls inside them run in eager's order.
+
+# Note [Live iterators]
+- `SequenceIteratorVariable` (`iter`/`reversed` of a list, tuple, range, str, bytes)
+  reads the list's items at every step, so items appended while it runs are seen; once
+  it has ended it stays exhausted (CPython drops the sequence). `index` is the position
+  (None: exhausted).
+- `HashedIteratorVariable` (iterators of dicts, dict views and sets) keeps the keys in
+  iteration order when it was made, the size then and the container's `keys_version`
+  (bumped by every change of the key set). A size change makes `next` raise eager's
+  `RuntimeError` (sticky); a change of keys at the same size, whose effect depends on
+  CPython's table layout, breaks the graph.
+- Every change of an iterator's state is made by its own `_advance`, after one call of
+  the mutation hook (`_check_mutable`): a real iterator from outside (it has a source)
+  is then replayed as `it.__setstate__(index)`.
+- At a graph break an iterator made during tracing is rebuilt as the real kind over the
+  real container (same object), at the same position: `iter(seq)` then
+  `__setstate__(index)` (set after the side-effect replay when the sequence is a
+  pre-existing list the graph changed, see `SideEffects.position_after_replay`), or a
+  dict/set iterator made and advanced by `rebuilt_hashed_iterator`.
 """
 from __future__ import annotations
 
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .containers import BaseListVariable, DictVariable, ListVariable, TupleVariable, _check_mutable
 
 
 class IteratorVariable(VariableTracker):
@@ -32,37 +53,205 @@ class IteratorVariable(VariableTracker):
         return self
 
 
-class ListIteratorVariable(IteratorVariable):
-    """An iterator over known items: a real tuple iterator (with a source: advancing it is
-    a side effect, replayed as `it.__setstate__(index)`), or one made during tracing,
-    rebuilt once per residual code as `iter((remaining...))`."""
+_CONSTANT_SEQUENCES = (str, bytes, range, tuple)
 
-    __slots__ = ("items", "index")
 
-    def __init__(self, items: list, source=None):
+def set_iterator_state(it, state) -> None:
+    """Residual helper: put the real sequence iterator `it` at `state` (None: exhausted)."""
+    if state is None:
+        for _ in it:
+            pass
+    else:
+        it.__setstate__(state)
+
+
+class SequenceIteratorVariable(IteratorVariable):
+    """`iter(seq)` or `reversed(seq)` over a list, a tuple or a constant str/bytes/range/tuple
+    (`seq` its tracker); see Note [Live iterators]."""
+
+    __slots__ = ("seq", "index", "reverse", "_const_items")
+
+    def __init__(self, seq: VariableTracker, reverse: bool = False, index: int | None = None, source=None):
         super().__init__(source)
-        self.items = items
-        self.index = 0
+        self.seq = seq
+        self.reverse = reverse
+        self._const_items = None if isinstance(seq, BaseListVariable) else seq.unpack(None)
+        if index is None:
+            index = len(self._items()) - 1 if reverse else 0
+        self.index = index
+
+    @classmethod
+    def over_items(cls, items: list) -> "SequenceIteratorVariable":
+        """An iterator over items computed at trace time (a tuple made during tracing)."""
+        return cls(TupleVariable(items))
+
+    def _items(self) -> list:
+        return self.seq.items if self._const_items is None else self._const_items
+
+    def python_type(self) -> type:
+        if isinstance(self.seq, ListVariable):
+            return type(reversed([])) if self.reverse else type(iter([]))
+        if isinstance(self.seq, BaseListVariable):
+            return type(reversed(())) if self.reverse else type(iter(()))
+        value = self.seq.as_python_constant()
+        return type(reversed(value) if self.reverse else iter(value))
+
+    def next_item(self, tx):
+        i = self.index
+        if i is None:
+            return None
+        items = self._items()
+        if 0 <= i < len(items):
+            self._advance(tx, i - 1 if self.reverse else i + 1)
+            return items[i]
+        self._advance(tx, None)
+        return None
+
+    def _advance(self, tx, index) -> None:
+        _check_mutable(tx, self, "__next__")
+        self.index = index
 
     def reconstruct(self, cg) -> None:
         if self.source is not None:
             self.source.reconstruct(cg)
             return
         cg.push_null()
-        cg.load_const(iter)
-        for item in self.items[self.index:]:
-            cg.reconstruct(item)
-        cg.build("BUILD_TUPLE", len(self.items) - self.index)
+        cg.load_const(reversed if self.reverse else iter)
+        cg.reconstruct(self.seq)
         cg.call(1)
+        if self.index == (len(self._items()) - 1 if self.reverse else 0):
+            return
+        side_effects = cg.tx.output.side_effects
+        if self.seq.source is not None and side_effects.is_mutated(self.seq):
+            side_effects.position_after_replay(self)  # `__setstate__` clamps to the old length
+        else:
+            cg.push_null()
+            cg.load_const(set_iterator_state)
+            cg.copy(3)
+            cg.load_const(self.index)
+            cg.call_and_pop_2()
+
+
+def advance_iterator(it, steps) -> None:
+    """Residual helper: advance the real iterator `it` `steps` times (None: to its end)."""
+    if steps is None:
+        for _ in it:
+            pass
+    else:
+        for _ in range(steps):
+            next(it)
+
+
+def rebuilt_hashed_iterator(container, kind, reverse: bool, index):
+    """Residual helper: a real dict/view/set iterator over `container`, advanced `index`
+    times (None: exhausted)."""
+    view = container if kind is None else getattr(container, kind)()
+    it = reversed(view) if reverse else iter(view)
+    advance_iterator(it, index)
+    return it
+
+
+class HashedIteratorVariable(IteratorVariable):
+    """An iterator over a dict (`kind` "keys"/"values"/"items", or None for `iter(d)`), or
+    over a set (`kind` None); see Note [Live iterators]."""
+
+    __slots__ = ("container", "kind", "reverse", "keys", "size", "version", "index", "start")
+
+    def __init__(self, container, kind: str | None = None, reverse: bool = False, index: int = 0, source=None):
+        super().__init__(source)
+        self.container = container
+        self.kind = kind
+        self.reverse = reverse
+        keys = container.ordered_keys()
+        self.keys = keys[::-1] if reverse else keys
+        self.size = len(keys)
+        self.version = container.keys_version
+        self.index = index
+        self.start = index  # a real iterator from outside is replayed by advancing it from here
+
+    def python_type(self) -> type:
+        kind = self.kind or "keys"
+        if not isinstance(self.container, DictVariable):
+            return type(iter(set()))
+        example = self.container.dict_type()
+        view = getattr(example, kind)()
+        return type(reversed(view) if self.reverse else iter(view))
 
     def next_item(self, tx):
-        if self.index >= len(self.items):
+        if self.index is None:
             return None
-        item = self.items[self.index]
-        self.index += 1
+        container = self.container
+        if self.size != len(container.items) or self.version != container.keys_version:
+            self._changed(tx)
+        if self.index >= len(self.keys):
+            self._advance(tx, None)
+            return None
+        key = self.keys[self.index]
+        self._advance(tx, self.index + 1)
+        if self.kind == "values":
+            return container.items[key]
+        if self.kind == "items":
+            return TupleVariable([ConstantVariable(key), container.items[key]])
+        return ConstantVariable(key)
+
+    def _changed(self, tx) -> None:
+        container = self.container
+        if isinstance(container, DictVariable) and container.dict_type is not dict:
+            self._advance(tx, None)  # CPython's OrderedDict iterator ends at the error
+            tx.raise_user_error(RuntimeError("OrderedDict mutated during iteration"))
+        if self.size != len(container.items):
+            self._advance_size(tx, -1)  # sticky, as in CPython
+            what = "dictionary" if isinstance(container, DictVariable) else "Set"
+            tx.raise_user_error(RuntimeError(f"{what} changed size during iteration"))
+        tx.unsupported(f"next() on an iterator of {container.describe()} whose keys changed during the iteration",
+                       category="unsupported iteration")
+
+    def _advance(self, tx, index) -> None:
+        _check_mutable(tx, self, "__next__")
+        self.index = index
+
+    def _advance_size(self, tx, size) -> None:
+        _check_mutable(tx, self, "__next__")
+        self.size = size
+
+    def walks(self, remaining: list) -> bool:
+        """Whether the real items `remaining` (from the real iterator's `__reduce__`) are the
+        ones this tracker yields next (checked on keys; values by count)."""
+        keys = self.keys[self.index:]
+        if self.kind == "items":
+            return [k for k, _ in remaining] == keys
+        return len(remaining) == len(keys) if self.kind == "values" else list(remaining) == keys
+
+    def replay_steps(self, cg):
+        """How far the trace advanced the real iterator (None: to its end), for the replay."""
+        if self.container.source is not None and cg.tx.output.side_effects.is_mutated(self.container):
+            cg.tx.unsupported(f"advancing a real iterator of {self.container.describe()} that this graph "
+                              "also changed", category="side effect")
+        return None if self.index is None else self.index - self.start
+
+    def reconstruct(self, cg) -> None:
         if self.source is not None:
-            tx.output.side_effects.mutate(self)
-        return item
+            self.source.reconstruct(cg)
+            return
+        container = self.container
+        cg.push_null()
+        cg.load_const(rebuilt_hashed_iterator)
+        if self.index is None:
+            cg.push_null()
+            cg.load_const(container.python_type())
+            cg.call(0)
+        else:
+            if self.size != len(container.items) or self.version != container.keys_version:
+                cg.tx.unsupported(f"an iterator of {container.describe()} changed during the iteration "
+                                  "cannot be rebuilt", category="unsupported output")
+            if container.source is not None and cg.tx.output.side_effects.is_mutated(container):
+                cg.tx.unsupported(f"an iterator of {container.describe()} that this graph changed cannot be "
+                                  "rebuilt before the change is replayed", category="unsupported output")
+            cg.reconstruct(container)
+        cg.load_const(self.kind)
+        cg.load_const(self.reverse)
+        cg.load_const(self.index)
+        cg.call(4)
 
 
 class MapIteratorVariable(IteratorVariable):
@@ -72,6 +261,9 @@ class MapIteratorVariable(IteratorVariable):
         super().__init__(None)
         self.fn = fn
         self.iterators = iterators
+
+    def python_type(self) -> type:
+        return map
 
     def next_item(self, tx):
         args = []
@@ -91,9 +283,10 @@ class ZipIteratorVariable(IteratorVariable):
         self.iterators = iterators
         self.strict = strict
 
-    def next_item(self, tx):
-        from .containers import TupleVariable
+    def python_type(self) -> type:
+        return zip
 
+    def next_item(self, tx):
         items = []
         for i, it in enumerate(self.iterators):
             item = it.next_item(tx)
@@ -113,17 +306,27 @@ class EnumerateIteratorVariable(IteratorVariable):
         self.iterator = iterator
         self.count = start
 
-    def next_item(self, tx):
-        from .containers import TupleVariable
+    def python_type(self) -> type:
+        return enumerate
 
+    def next_item(self, tx):
         item = self.iterator.next_item(tx)
         if item is None:
             return None
         pair = TupleVariable([ConstantVariable(self.count), item])
-        self.count += 1
+        self._count(tx, self.count + 1)
         return pair
+
+    def _count(self, tx, count: int) -> None:
+        _check_mutable(tx, self, "__next__")
+        self.count = count
 
 
 def iterator_of(tx, vt) -> IteratorVariable:
     """`iter(vt)` at trace time."""
     return vt.iterate(tx)
+
+
+def constant_sequence(vt) -> bool:
+    """Whether `vt` is a constant that `SequenceIteratorVariable` walks (str, bytes, range, tuple)."""
+    return isinstance(vt, ConstantVariable) and isinstance(vt.value, _CONSTANT_SEQUENCES)

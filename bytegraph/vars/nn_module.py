@@ -422,7 +422,7 @@ class NNModuleVariable(UserObjectVariable):
     def _tree_method(self, tx, name: str, args, kwargs):
         """`modules()`, `named_parameters()`, ...: computed from the real tree, as trackers."""
         from .functions import bind_arguments
-        from .iterators import ListIteratorVariable
+        from .iterators import SequenceIteratorVariable
 
         fn = getattr(torch.nn.Module, name)
         defaults = [ConstantVariable(v) for v in fn.__defaults__ or ()]
@@ -446,7 +446,7 @@ class NNModuleVariable(UserObjectVariable):
             items = [TupleVariable([ConstantVariable(k), v]) for k, v in pairs]
         else:
             items = [v for _, v in pairs]
-        return ListIteratorVariable(items)
+        return SequenceIteratorVariable.over_items(items)
 
     # ---- containers ------------------------------------------------------------------
     def iterate(self, tx):

@@ -367,6 +367,11 @@ class InstanceDictVariable(DictVariable):
                 items[name] = value
         return items
 
+    @property
+    def keys_version(self) -> tuple:
+        """The keys themselves: attribute writes change them (Note [Live iterators])."""
+        return tuple(self.items)
+
     def call_method(self, tx, name, args, kwargs):
         if name in DICT_MUTATORS:
             tx.unsupported(f"{name}() on the __dict__ of {self.obj.describe()}", category="side effect")

@@ -1,0 +1,191 @@
+"""Live dict views: `d.keys()`, `d.values()`, `d.items()` and `view.mapping`.
+
+A view holds the tracker of its dict (`DictVariable`), never a copy, so a view taken
+before the dict changes sees the change, like CPython's. Its kind's real type is its
+`python_type` (`dict_keys`, `odict_values`, ...). Keys and items views are set-like:
+`==`, `<`..., `& | - ^` with sets, views or any iterable give what eager gives (a
+`set` for the operators). Iterating a view is a live dict iterator
+(`HashedIteratorVariable`, Note [Live iterators] in vars/iterators.py). At a graph break a
+view made during tracing is rebuilt as `<dict>.keys()` on the rebuilt (same) dict.
+"""
+from __future__ import annotations
+
+import operator
+import types
+
+from .base import MethodOfVariable, VariableTracker
+from .constant import ConstantVariable
+from .containers import DictVariable, SetVariable, TupleVariable, _const_key
+from .iterators import HashedIteratorVariable, iterator_of
+
+_SET_OPERATORS = {operator.and_: "&", operator.or_: "|", operator.sub: "-", operator.xor: "^"}
+_ORDERINGS = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">="}
+_VIEW_METHODS = frozenset({"__len__", "__contains__", "__iter__", "__reversed__", "isdisjoint"})
+
+
+class DictViewVariable(VariableTracker):
+    """`dict_vt.keys()` / `.values()` / `.items()` (`kind`), live over `dict_vt`."""
+
+    __slots__ = ("dict_vt", "kind")
+
+    def __init__(self, dict_vt: DictVariable, kind: str, source=None):
+        super().__init__(source)
+        self.dict_vt = dict_vt
+        self.kind = kind
+
+    def python_type(self) -> type:
+        return type(getattr(self.dict_vt.dict_type(), self.kind)())
+
+    def describe(self) -> str:
+        return f"{self.dict_vt.describe()}.{self.kind}()"
+
+    def unpack(self, tx) -> list:
+        items = self.dict_vt.items
+        if self.kind == "keys":
+            return [ConstantVariable(k) for k in items]
+        if self.kind == "values":
+            return list(items.values())
+        return [TupleVariable([ConstantVariable(k), v]) for k, v in items.items()]
+
+    def iterate(self, tx):
+        return HashedIteratorVariable(self.dict_vt, self.kind)
+
+    def reverse_iterate(self, tx):
+        return HashedIteratorVariable(self.dict_vt, self.kind, reverse=True)
+
+    def truth(self, tx) -> bool:
+        return bool(self.dict_vt.items)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name == "mapping":
+            return MappingProxyVariable(self.dict_vt)
+        if name in _VIEW_METHODS and hasattr(self.python_type(), name):
+            return MethodOfVariable(self, name)
+        return super().var_getattr(tx, name)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "__len__" and not args:
+            return ConstantVariable(len(self.dict_vt.items))
+        if name == "__iter__" and not args:
+            return self.iterate(tx)
+        if name == "__reversed__" and not args:
+            return self.reverse_iterate(tx)
+        if name == "__contains__" and len(args) == 1 and self.kind != "values":
+            return ConstantVariable(self._contains(tx, args[0]))
+        if name == "isdisjoint" and len(args) == 1 and self.kind != "values":
+            return ConstantVariable(_as_set(tx, self).isdisjoint(_as_set(tx, args[0])))
+        tx.unsupported(f"method {name}() of {self.describe()}", category="unsupported call")
+
+    def _contains(self, tx, item) -> bool:
+        items = self.dict_vt.items
+        if self.kind == "keys":
+            return _const_key(tx, item) in items
+        if isinstance(item, TupleVariable) and type(item) is TupleVariable:
+            pair = item.items
+        elif isinstance(item, ConstantVariable) and type(item.value) is tuple:
+            pair = [ConstantVariable(v) for v in item.value]
+        else:
+            return False  # CPython: only a 2-tuple can be in an items view
+        if len(pair) != 2:
+            return False
+        key = _const_key(tx, pair[0])
+        if key not in items:
+            return False
+        value, wanted = items[key], pair[1]
+        if value is wanted:
+            return True
+        if value.is_python_constant() and wanted.is_python_constant():
+            return bool(value.as_python_constant() == wanted.as_python_constant())
+        tx.unsupported(f"`in` on {self.describe()} compares {value.describe()} with {wanted.describe()}",
+                       category="data-dependent")
+
+    def reconstruct(self, cg) -> None:
+        if self.source is not None:
+            self.source.reconstruct(cg)
+            return
+        cg.reconstruct(self.dict_vt)
+        cg.call_method0(self.kind)
+
+
+def _set_like(vt) -> bool:
+    """Operands that a keys/items view compares with (sets and set-like views)."""
+    if isinstance(vt, DictViewVariable):
+        return vt.kind != "values"
+    return isinstance(vt, SetVariable) or (isinstance(vt, ConstantVariable) and type(vt.value) is frozenset)
+
+
+def _as_set(tx, vt) -> set:
+    """The elements of an operand of a view's set operation, as Python constants."""
+    if isinstance(vt, DictViewVariable) and vt.kind == "keys":
+        return set(vt.dict_vt.items)
+    items = vt.unpack(tx) if isinstance(vt, (DictViewVariable, SetVariable)) else iterator_of(tx, vt).unpack(tx)
+    for item in items:
+        if not item.is_python_constant():
+            tx.unsupported(f"a set operation on {vt.describe()}, whose elements are not Python constants",
+                           category="unsupported operator")
+    return {item.as_python_constant() for item in items}
+
+
+def view_operator(tx, fn, a, b) -> VariableTracker:
+    """A binary operator with a dict view operand (`d.keys() | {...}`, `d.items() == ...`)."""
+    if fn in (operator.eq, operator.ne):
+        if not (_set_like(a) and _set_like(b)):  # values views (and other kinds) compare by identity
+            return ConstantVariable((a is b) == (fn is operator.eq))
+        return ConstantVariable(fn(_as_set(tx, a), _as_set(tx, b)))
+    values_view = any(isinstance(x, DictViewVariable) and x.kind == "values" for x in (a, b))
+    if fn in _ORDERINGS and _set_like(a) and _set_like(b):
+        return ConstantVariable(fn(_as_set(tx, a), _as_set(tx, b)))
+    if fn in _SET_OPERATORS and not values_view:
+        result = fn(_as_set(tx, a), _as_set(tx, b))
+        return SetVariable([ConstantVariable(v) for v in result], tx=tx)
+    names = f"'{a.python_type().__name__}' and '{b.python_type().__name__}'"
+    if fn in _ORDERINGS:
+        tx.raise_user_error(TypeError(f"'{_ORDERINGS[fn]}' not supported between instances of {names}"))
+    if fn in _SET_OPERATORS:
+        tx.raise_user_error(TypeError(f"unsupported operand type(s) for {_SET_OPERATORS[fn]}: {names}"))
+    tx.unsupported(f"operator {fn.__name__} on {a.describe()} and {b.describe()}", category="unsupported operator")
+
+
+_PROXY_METHODS = frozenset({"keys", "values", "items", "get", "copy", "__contains__", "__len__", "__getitem__",
+                            "__iter__", "__reversed__"})
+
+
+class MappingProxyVariable(VariableTracker):
+    """`view.mapping`: a read-only `types.MappingProxyType` over the view's dict."""
+
+    __slots__ = ("dict_vt",)
+
+    def __init__(self, dict_vt: DictVariable):
+        super().__init__(None)
+        self.dict_vt = dict_vt
+
+    def python_type(self) -> type:
+        return types.MappingProxyType
+
+    def unpack(self, tx) -> list:
+        return self.dict_vt.unpack(tx)
+
+    def iterate(self, tx):
+        return self.dict_vt.iterate(tx)
+
+    def truth(self, tx) -> bool:
+        return bool(self.dict_vt.items)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name in _PROXY_METHODS:
+            return MethodOfVariable(self, name)
+        return super().var_getattr(tx, name)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name in _PROXY_METHODS:
+            return self.dict_vt.call_method(tx, name, args, kwargs)
+        if name in ("__setitem__", "__delitem__"):
+            tx.raise_user_error(TypeError(f"'mappingproxy' object does not support item "
+                                          f"{'assignment' if name == '__setitem__' else 'deletion'}"))
+        tx.unsupported(f"method {name}() of a mappingproxy", category="unsupported call")
+
+    def reconstruct(self, cg) -> None:
+        cg.push_null()
+        cg.load_const(types.MappingProxyType)
+        cg.reconstruct(self.dict_vt)
+        cg.call(1)
