@@ -58,10 +58,9 @@ class ListIteratorVariable(IteratorVariable):
     def next_item(self, tx):
         if self.index >= len(self.items):
             return None
+        tx.output.side_effects.mutate(self)
         item = self.items[self.index]
         self.index += 1
-        if self.source is not None:
-            tx.output.side_effects.mutate(self)
         return item
 
 
@@ -120,6 +119,7 @@ class EnumerateIteratorVariable(IteratorVariable):
         if item is None:
             return None
         pair = TupleVariable([ConstantVariable(self.count), item])
+        tx.output.side_effects.mutate(self)
         self.count += 1
         return pair
 

@@ -54,7 +54,7 @@ from .tensor import TensorVariable
 def _next_alias(tx) -> int:
     """A fresh alias number for this capture (names stay small and stable across runs)."""
     output = tx.output
-    index = getattr(output, "nn_module_aliases", 0)
+    index = output.nn_module_aliases
     output.nn_module_aliases = index + 1
     return index
 
