@@ -387,6 +387,7 @@ class NNModuleVariable(UserObjectVariable):
         if present:
             return True  # the generic path reads, and so guards, every dict it uses
         if not self.call_checked:
+            tx.output.side_effects.touch(self)
             self.call_checked = True
             tx.output.add_guard(Guard(GuardKind.CONSTANT_MATCH, _Expr(
                 _NO_HOOKS, (self.dict_src,), f"hooks of {self.source.describe()}"), None, tx.guard_location()))
