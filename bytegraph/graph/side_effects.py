@@ -1,9 +1,11 @@
 """The side-effect log of one capture and its replay in residual bytecode.
 
-Owns: which *pre-existing* Python objects (trackers with a source) the traced code
-mutated, the pending attribute writes per object, global writes per (globals dict,
-name) and closure-cell writes; the identity map that makes one real object one tracker
-however many paths reach it; and the bytecode that replays all of it after the graph.
+Owns: the mutation barrier every in-place change of a tracker passes, with its scope
+check and undo log (Note [Mutation barrier]); which *pre-existing* Python objects
+(trackers with a source) the traced code mutated: containers, objects (their pending
+attribute writes), closure cells, and global writes per (globals dict, name); the
+identity map that makes one real object one tracker however many paths reach it; and
+the bytecode that replays all of it after the graph.
 
 Invariants (see Note [Side-effect replay]):
 - Tracing never mutates a real object. Containers are mutated on their tracker (so every
