@@ -41,7 +41,9 @@ class BuildOps:
 
     def LIST_APPEND(self, inst):
         item = self.stack.pop()
-        self.stack[-inst.arg].items.append(item)
+        target = self.stack[-inst.arg]
+        self.output.side_effects.mutate(target)  # Note [Mutation barrier]
+        target.items.append(item)
 
     def SET_ADD(self, inst):
         item = self.stack.pop()
@@ -54,7 +56,10 @@ class BuildOps:
 
     def LIST_EXTEND(self, inst):
         iterable = self.stack.pop()
-        self.stack[-inst.arg].items.extend(iterator_of(self, iterable).unpack(self))
+        items = iterator_of(self, iterable).unpack(self)
+        target = self.stack[-inst.arg]
+        self.output.side_effects.mutate(target)
+        target.items.extend(items)
 
     def SET_UPDATE(self, inst):
         iterable = self.stack.pop()
@@ -72,6 +77,7 @@ class BuildOps:
         for key in other.items:
             if key in target.items:
                 self.raise_user_error(TypeError(f"got multiple values for keyword argument '{key}'"))
+        self.output.side_effects.mutate(target)
         target.items.update(other.items)
 
     def LIST_TO_TUPLE(self, inst):
