@@ -127,8 +127,11 @@ def dump_state(tx) -> tuple:
             return ("set", tuple(sorted(repr(i) for i in x)))
         if isinstance(x, torch.Tensor):
             return ("tensor", tuple(x.shape), x.stride(), x.storage_offset(), x.requires_grad)
-        if isinstance(x, Translator):
-            return ("tx", x.code.co_name, x.depth)
+        if isinstance(x, Translator):  # a generator's frame
+            if id(x) in ids:
+                return ("tx", ids[id(x)])
+            ids[id(x)] = len(ids)
+            return ("tx", x.code.co_name, x.ip, x.steps, ref(x.stack), ref(x.locals), x.yielded is None)
         return ("value", type(x).__name__, repr(x) if isinstance(x, (int, float, str, bool, type(None))) else id(x))
 
     frames = []
@@ -195,7 +198,8 @@ _FRAGMENTS = (
     "c = {k}", "loc = loc + {k}", "acc.append(x * {k})", "y.unsqueeze_(0)", "y.add_({k})",
     "acc.append(G_TENSOR + {k})", "acc.append(G_MODULE(x))", "acc.append(x.sum() if o.flag else x)",
     "p = Point(); p.v = {k}; xs.append(p)", "next(it, None)", "acc.append(torch.relu(x - {k}))",
-    "torch.set_grad_enabled(False)",
+    "torch.set_grad_enabled(False)", "next(gen, None)", "h.__name__ = 'n{k}'", "h.tag = {k}",
+    "q = [v for v in xs]; q.append({k}); acc.append(len(q))", "m = {{**d, 'z': {k}}}; acc.append(m)",
 )
 
 
@@ -218,12 +222,14 @@ def factory():
         acc = []
         y = x + 1
         it = iter((1, 2, 3))
+        gen = (v + 1 for v in (1, 2, 3))
+        h = lambda: 0
         def body():
             global G_COUNT
             nonlocal c, loc
 {lines}
         _speculate(body)
-        return x * 2, xs, d, s, o.a0, G_COUNT, c, loc, acc, y, next(it, None)
+        return x * 2, xs, d, s, o.a0, G_COUNT, c, loc, acc, y, next(it, None), next(gen, None), h.__name__
     return f
 '''
 
