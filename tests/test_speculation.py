@@ -359,7 +359,7 @@ def test_scope_refuses_write_to_outer_list_naming_it_and_the_line():
 
 @pytest.mark.parametrize("statement", [
     "o.a0 = 5", "G_COUNT = 3", "c = 2", "d['k'] = 1", "s.add(3)", "fresh.append(1)", "next(it)",
-    "y.add_(1)", "G_MODULE.extra = 1",
+    "y.add_(1)", "y[0] = 1", "y.unsqueeze_(0)", "torch.nn.functional.relu(y, inplace=True)", "G_MODULE.extra = 1",
 ])
 def test_scope_refuses_every_kind_of_outer_write(statement):
     src = f'''
@@ -395,6 +395,8 @@ def test_scope_allows_writes_to_what_the_body_creates():
             p.v = mine
             t = x * 2
             t.add_(1)
+            t[0] = x[1]
+            t += x
             for i in iter(mine):
                 pass
             return mine

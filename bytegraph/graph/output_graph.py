@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import itertools
 import logging
+import operator
 
 import torch
 import torch.fx
@@ -209,7 +210,7 @@ class OutputGraph:
 
     def call_op(self, kind: str, target, args: list, kwargs: dict) -> VariableTracker:
         tx = self.current_tx
-        if kind == "call_method" and target[-1] == "_" or kwargs and "out" in kwargs:
+        if _writes_first_argument(kind, target, kwargs) or kwargs and "out" in kwargs:
             self._before_inplace(args, kwargs)
         fx_args = tuple([_to_fx(tx, a) for a in args])
         fx_kwargs = {k: _to_fx(tx, v) for k, v in kwargs.items()} if kwargs else {}
@@ -312,6 +313,29 @@ class Subgraph:
             self._by_outer[outer] = inner
             self.lifted.append((outer, inner))
         return inner
+
+
+_INPLACE_FUNCTIONS = frozenset({operator.setitem, operator.iadd, operator.isub, operator.imul, operator.itruediv,
+                                operator.ifloordiv, operator.imod, operator.ipow, operator.imatmul, operator.iand,
+                                operator.ior, operator.ixor, operator.ilshift, operator.irshift})
+
+
+_INPLACE_DUNDERS = frozenset({"__setitem__"} | {f"__i{op}__" for op in (
+    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor", "lshift", "rshift")})
+
+
+def _writes_first_argument(kind: str, target, kwargs) -> bool:
+    """Whether the op changes its first argument in place: `x.add_()`, `x.__setitem__`,
+    `x += y`, `torch.relu_(x)`, `F.relu(x, inplace=True)`."""
+    if kind == "call_method":
+        return target[-1] == "_" and (target[:2] != "__" or target in _INPLACE_DUNDERS)
+    if target in _INPLACE_FUNCTIONS:
+        return True
+    name = getattr(target, "__name__", "")
+    if name[-1:] == "_" and name[:2] != "__":
+        return True
+    inplace = kwargs.get("inplace") if kwargs else None
+    return inplace is not None and inplace.is_python_constant() and inplace.as_python_constant() is True
 
 
 def _graph_position(graph: torch.fx.Graph) -> tuple:

@@ -28,10 +28,6 @@ import types
 _current_scope = 0
 
 
-def current_scope() -> int:
-    return _current_scope
-
-
 def set_current_scope(scope: int) -> int:
     """Make `scope` the one new trackers are created in; returns the previous one."""
     global _current_scope
