@@ -43,8 +43,33 @@ _MISSING = _Missing()
 # re-entrant because compiling can create wrappers (`compile_callee`). Only misses take it:
 # the wrapper's per-call path (its guards and entries) never does.
 COMPILE_LOCK = threading.RLock()
-_callees: dict = {}  # (function, id(backend)) -> compiled wrapper, for residual calls
+# (id(function), id(backend)) -> the compiled wrapper residual code calls for it (a resume
+# function, a graph-broken callee); owned by the `callees` of the compiled functions whose
+# residual code calls it, so a wrapper (and the function it keeps) lives only as long as a
+# caller does.
+_callees: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
 LISTENERS: list = []  # callables (compiled_function, entry, graph_break | None) told of each new entry
+
+
+# Note [Residual constants]
+# Code objects are not tracked by the garbage collector, so a reference cycle through a
+# code object's constants is never collected: residual code must not hold, as a constant,
+# anything that leads back to its own compiled function (whose entries hold the code).
+# What it calls to get a callee's wrapper is a `_CalleeCompiler`, which holds the
+# compiled function weakly (the residual code only runs from its wrapper, which keeps the
+# compiled function alive); the wrappers it returns are owned by `CompiledFunction.callees`.
+
+
+class _CalleeCompiler:
+    """`compile_callee` of one compiled function, without keeping it alive."""
+
+    __slots__ = ("compiled",)
+
+    def __init__(self, compiled: "CompiledFunction"):
+        self.compiled = weakref.ref(compiled)
+
+    def __call__(self, fn: types.FunctionType):
+        return self.compiled().compile_callee(fn)
 
 
 class CacheEntry:
@@ -70,6 +95,8 @@ class CompiledFunction:
         self.argnames = argument_names(self.code)
         self.entries: list[CacheEntry] = []
         self.limit_warned = False
+        self.callees: dict = {}  # the wrappers `compile_callee` gave this function's residual code
+        self.callee_compiler = _CalleeCompiler(self)
         self.namespace: dict = {"__bg_miss": self.miss, "__bg_fn": fn, "__bg_missing": _MISSING,
                                 "__builtins__": __builtins__}
         self.wrapper = self._make_wrapper()
@@ -151,19 +178,21 @@ class CompiledFunction:
     def compile_callee(self, fn: types.FunctionType):
         """The bytegraph wrapper (same backend) for a callee or resume function that the
         residual code of a graph break calls."""
-        key = (fn, id(self.backend))
-        wrapper = _callees.get(key)
+        key = (id(fn), id(self.backend))  # the wrapper keeps `fn` alive: the id stays its own
+        wrapper = self.callees.get(key)
         if wrapper is None:
             with COMPILE_LOCK:
                 wrapper = _callees.get(key)
                 if wrapper is None:
                     wrapper = _callees[key] = CompiledFunction(fn, self.backend, False).wrapper
+                self.callees[key] = wrapper
         return wrapper
 
     def reset(self) -> None:
         with COMPILE_LOCK:
             stale = len(self.entries)
             self.entries = []
+            self.callees = {}
             self.limit_warned = False
             self.wrapper.__code__ = self._compile_wrapper_code([])
             for i in range(stale):  # drop the old entries (and through them their graphs' globals)
@@ -178,7 +207,12 @@ class CompiledFunction:
             for entry in self.entries[checked:]:
                 if entry.guards.fn(*values):
                     return entry.fn
-            return self._capture(values)
+            named = set(OBJECT_REFS)
+            try:
+                return self._capture(values)
+            finally:  # the compiled guards keep what they name; the registry lets it go
+                for name in OBJECT_REFS.keys() - named:
+                    del OBJECT_REFS[name]
 
     def _capture(self, values):
         if self.entries:
@@ -194,7 +228,7 @@ class CompiledFunction:
                 return self.fn
             logger("recompiles").debug("recompiling %s: %s", self.code.co_qualname, reason)
         try:
-            result = capture(self.fn, values, self.backend, self.fullgraph, self.compile_callee)
+            result = capture(self.fn, values, self.backend, self.fullgraph, self.callee_compiler)
             guards = self._compile_guards(result.guards)
         except GraphBreak as e:
             if self.fullgraph:
@@ -313,4 +347,3 @@ def reset_all() -> None:
             state.reset()
         _callees.clear()
         BREAK_MARKERS.clear()
-        OBJECT_REFS.clear()  # compiled guard functions keep the objects they name
