@@ -95,6 +95,19 @@ def module_call(net, x):
     return net(x) * 2
 
 
+def _broken_callee(x, xs):
+    xs.append(len(xs))
+    bytegraph.graph_break()
+    return x * len(xs)
+
+
+def callee_in_try(x, xs):
+    try:  # the break in the callee cannot resume there: this frame breaks at the call
+        return _broken_callee(x + 1, xs) * 2
+    finally:
+        xs.append(-1)
+
+
 def _set_total():
     global TOTAL
     TOTAL = 0
@@ -108,6 +121,7 @@ PROGRAMS = {
     "side effects": (side_effects, lambda: (torch.randn(3, requires_grad=True), Box(1.5), [torch.ones(1)],
                                              {"a": 1})),
     "module": (module_call, lambda: (Net(), torch.randn(2, 4))),
+    "callee compiled at run time": (callee_in_try, lambda: (torch.randn(3, requires_grad=True), [5])),
 }
 
 # ----------------------------------------------------------------------------- running

@@ -61,7 +61,9 @@ LISTENERS: list = []  # callables (compiled_function, entry, graph_break | None)
 
 
 class _CalleeCompiler:
-    """`compile_callee` of one compiled function, without keeping it alive."""
+    """`compile_callee` of one compiled function, without keeping it alive. Residual code
+    calls it while it runs, after the graph and the replay of side effects: a failure
+    there (a bytegraph bug) must not reach the user, so the callee then runs uncompiled."""
 
     __slots__ = ("compiled",)
 
@@ -69,7 +71,12 @@ class _CalleeCompiler:
         self.compiled = weakref.ref(compiled)
 
     def __call__(self, fn: types.FunctionType):
-        return self.compiled().compile_callee(fn)
+        try:
+            return self.compiled().compile_callee(fn)
+        except Exception as e:  # logged, never hidden: the callee is correct uncompiled
+            logger("graph_breaks").warning("bytegraph internal error while compiling %s; it runs eagerly:\n%s",
+                                           fn.__qualname__, "".join(traceback.format_exception(e)))
+            return fn
 
 
 class CacheEntry:
@@ -292,7 +299,7 @@ class CompiledFunction:
             name, compiled = graph
             f_globals = self.fn.__globals__
             f_globals[name] = compiled
-            weakref.finalize(entry.fn, f_globals.pop, name, None)  # no entry runs it any more
+            weakref.finalize(entry.fn, f_globals.pop, name, None).atexit = False  # no entry runs it any more
         self.entries = entries
         self.wrapper.__code__ = code
         for listener in LISTENERS:
