@@ -267,3 +267,29 @@ def test_injection_is_removed_afterwards():
     x, w = torch.randn(2, 4), torch.randn(4, 3)
     torch.testing.assert_close(bytegraph.compile(single_graph, backend="eager", fullgraph=True)(x, w),
                                single_graph(x, w))
+
+
+def test_guards_that_never_compile_run_eagerly_uncached(monkeypatch):
+    """When neither the compiled entry's guards nor the eager fallback's compile, the call
+    runs eagerly and nothing is cached; once guards compile again, the next call compiles."""
+    from bytegraph.guards.compile import CompiledGuards
+
+    def broken(self, *args):
+        raise InjectedFault("guards never compile")
+
+    x, w = torch.randn(3, 4), torch.randn(4, 5)
+    cfn = bytegraph.compile(single_graph, backend=CompileCounter())
+    with monkeypatch.context() as patch, graph_breaks_log() as log:
+        patch.setattr(CompiledGuards, "__init__", broken)
+        torch.testing.assert_close(cfn(x, w), single_graph(x, w))
+    assert sum(line.startswith("bytegraph internal error") and "InjectedFault" in line for line in log.lines) == 2
+    assert cfn.__bg_compiled__.entries == []
+    _assert_cache_consistent()
+    torch.testing.assert_close(cfn(x, w), single_graph(x, w))
+    assert [e.kind for e in cfn.__bg_compiled__.entries] == ["compiled"]
+
+    full = bytegraph.compile(single_graph, backend="eager", fullgraph=True)
+    with monkeypatch.context() as patch:
+        patch.setattr(CompiledGuards, "__init__", broken)
+        with pytest.raises(bytegraph.Unsupported, match="internal error.*InjectedFault"):
+            full(x, w)
