@@ -113,6 +113,8 @@ def test_threads_with_different_shapes_get_one_entry_each():
         torch.testing.assert_close(out, single(x))
     assert backend.graphs == 2
     assert _entries_of(cfn) == 2
+    names = cfn.__code__.co_names  # the wrapper's code tries exactly the two entries
+    assert sorted(n for n in names if n.startswith("__bg_g")) == ["__bg_g0", "__bg_g1"]
 
 
 def test_the_per_call_path_takes_no_lock():
