@@ -120,9 +120,13 @@ def _cell(tx, name: str):
 def live_values(tx, index: int) -> list:
     """(name, tracker) of each local live at instruction `index` and bound, and of each
     cell and free variable (Note [Resumed cells]), sorted by name: what a resume function
-    there takes after the stack."""
+    there takes after the stack.
+
+    Liveness is that of the user's code (`origin`): in a resume function's own code the
+    locals also hold its parameters, which a read of all locals (`vars()`) would count."""
+    code, at = origin(tx.code, index)
     out = []
-    for name in sorted(live_locals(tx.code, index) | set(tx.code.co_freevars)):
+    for name in sorted(live_locals(code, at) | set(code.co_freevars)):
         vt = tx.cells[name] if name in tx.cells else tx.locals.get(name)
         if vt is not None:
             out.append((name, vt))
@@ -239,7 +243,7 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
             cg.store_fast(name)
         if handler is not None and not _resumes_in_block(stack[:keep], handler.depth):
             _push_slots(cg, stack, 0)
-            body, label = body_with_label(code, index)
+            body, label = body_with_label(code, _call_sequence_start(tx.instructions, index))
             cg.instructions.append(Instr("JUMP_FORWARD", label))
             cg.instructions.extend(body)
             return
@@ -297,6 +301,16 @@ def _leave_block(cg, block, handler) -> None:
         cg.instructions.append(TryEnd(block[0]))
     for _ in range(handler.depth if handler else 0):
         cg.pop_top()
+
+
+def _call_sequence_start(insts, index: int) -> int:
+    """Where a copy of the body is entered to run instruction `index` eagerly: before the
+    `KW_NAMES` and `PRECALL` of a CALL, which the tracer has consumed (a CALL entered on
+    its own would take its keyword arguments as positional ones)."""
+    if insts[index].opname == "CALL":
+        while insts[index - 1].opname in ("PRECALL", "KW_NAMES"):
+            index -= 1
+    return index
 
 
 def _push_slots(cg, stack: list, start: int) -> None:
