@@ -234,3 +234,56 @@ def _marked():
 def test_hasattr_present_then_absent_on_function():
     # the same code and globals: the function guard alone does not tell them apart
     check_sequence(hasattr_function, [(_marked(), T(2)), (_function(), T(2)), (_marked(), T(2))])
+
+
+# ---- Root cause 5: a call reading the frame's locals ran in the residual code's frame ------
+# (Note [Breaks that read locals]) `locals()`, `vars()`, `dir()`, `eval(s)` at a break ran
+# in the transformed frame, whose locals also held the residual code's temporaries and a
+# resume function's `__bg_stack_<k>` parameters.
+
+def locals_in_loop(x):
+    a = 1
+    for i in range(2):
+        print("step")
+        x = x + len(locals())
+    return x, sorted(locals()), a
+
+
+def test_locals_after_break_in_loop():
+    check(locals_in_loop, T(2), graphs=0)
+
+
+def vars_in_root(x):
+    y = x + 1
+    names = sorted(vars())
+    return y * len(names), names
+
+
+def test_vars_without_argument_sees_only_user_locals():
+    check(vars_in_root, T(2), graphs=1)
+    assert counts(vars_in_root, T(2)) == (1, 1, 0)
+
+
+def _reads_own_locals(x, k=3):
+    z = x * k
+    return z, dir(), eval("k + 1")
+
+
+def calls_locals_reader(x):
+    y = x.sin()
+    z, names, k = _reads_own_locals(y)
+    return z + k, names
+
+
+def test_callee_reading_its_locals():
+    check(calls_locals_reader, T(2), graphs=3)
+
+
+def eval_with_globals_resumes(x):
+    y = x + 1
+    k = eval("G * 2", {"G": G})
+    return y * k
+
+
+def test_eval_with_its_own_globals_resumes():
+    check(eval_with_globals_resumes, T(2), graphs=2)
