@@ -287,3 +287,43 @@ def eval_with_globals_resumes(x):
 
 def test_eval_with_its_own_globals_resumes():
     check(eval_with_globals_resumes, T(2), graphs=2)
+
+
+# ---- Root cause 6: a jump into the middle of a try region (Note [Entering a try region]) ---
+# Generated code jumping into a try region whose body ends in `raise` made the bytecode
+# library size the handler from the stack at the generated code's start: "Failed to
+# compute stacksize" (an internal error: the frame ran eagerly, every call).
+
+def try_raise_in_loop(x):
+    acc = x
+    for i in range(2):
+        try:
+            print("step", i)
+            acc = acc * 2
+            if acc.shape[0] == 4:  # not taken: the trace goes on
+                raise ValueError("v")
+        except ValueError:
+            acc = acc - 1
+    return acc
+
+
+def test_break_in_try_ending_in_raise_inside_loop():
+    check(try_raise_in_loop, T(3), graphs=2)
+    assert counts(try_raise_in_loop, T(3)) == (2, 2, 0)
+
+
+def try_raise_in_user_with(x, ctx):
+    acc = x.cos()
+    with ctx:
+        try:
+            print("in with")
+            if acc.shape[0] == 3:
+                raise ValueError("v")
+        except ValueError as e:
+            acc = acc - len(str(e))
+    return acc
+
+
+def test_break_in_try_ending_in_raise_inside_user_with():
+    check(try_raise_in_user_with, T(3), Ctx(), graphs=1)
+    assert counts(try_raise_in_user_with, T(3), Ctx()) == (1, 1, 0)

@@ -59,7 +59,7 @@ from ..vars.torch_functions import WithExitVariable
 from .continuation import make_continuation, waiting_calls
 from .ops_stack import NULL
 from .translator import is_traceable
-from .resume import body_with_label, make_resume_function, origin, original_instr
+from .resume import body_with_label, jump_into, make_resume_function, origin, original_instr
 
 # opname -> (values popped, values pushed) for instructions that can run eagerly at a break.
 _EFFECTS = {
@@ -257,7 +257,7 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
             _push_slots(cg, stack, 0)
             _delete_residual_locals(cg, tx)
             body, label = body_with_label(code, _call_sequence_start(tx.instructions, index))
-            cg.instructions.append(Instr("JUMP_FORWARD", label))
+            cg.instructions += jump_into(body, label, cg.lineno)
             cg.instructions.extend(body)
             return
     # The slots the instruction consumes are pushed; the others stay in their temporaries
