@@ -330,7 +330,9 @@ def _reads_frame_locals(tx) -> bool:
     if not isinstance(vt, CallableValueVariable):
         return False
     limit = next((n for fn, n in _FRAME_LOCALS_READERS if fn is vt.fn), 0)
-    return tx.inst.opname == "CALL_FUNCTION_EX" or tx.inst.arg < limit if limit else False
+    if not limit:
+        return False
+    return tx.inst.opname == "CALL_FUNCTION_EX" or tx.inst.arg < limit  # *args: may be none
 
 
 def _delete_residual_locals(cg, tx) -> None:
