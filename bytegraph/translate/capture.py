@@ -178,7 +178,7 @@ def _cell_argument(output: OutputGraph, name: str, cell: types.CellType) -> Cell
 def _transformed_function(cg: PyCodegen, fn: types.FunctionType) -> types.FunctionType:
     """The residual code in `cg` as a function with `fn`'s signature, globals and closure."""
     code = fn.__code__
-    new_code = make_code(cg.instructions, like=code, name=code.co_name, given_handler_depths=True)
+    new_code = make_code(cg.finish(), like=code, name=code.co_name, given_handler_depths=True)
     new_fn = types.FunctionType(new_code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
     new_fn.__kwdefaults__ = fn.__kwdefaults__
     return new_fn

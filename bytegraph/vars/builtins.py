@@ -408,7 +408,7 @@ def _has_attr(tx, obj, name: str) -> bool:
     if isinstance(obj, ConstantVariable):
         return hasattr(obj.value, name)
     if isinstance(obj, TensorVariable):
-        return hasattr(obj.example, name)
+        return obj.has_attr(tx, name)
     if isinstance(obj, UserObjectVariable) and obj.pending_attr_present(name) is not None:
         return obj.pending_attr_present(name)  # written or deleted earlier in this trace
     if isinstance(obj, PythonModuleVariable) and obj.source is not None:
@@ -419,8 +419,9 @@ def _has_attr(tx, obj, name: str) -> bool:
         real = obj.module if isinstance(obj, PythonModuleVariable) else (
             obj.value if isinstance(obj, UserObjectVariable) else obj.cls)
         present = hasattr(real, name)
-        if obj.source is not None:
-            tx.guard_attr_presence(obj.source, name, present)
+        in_dict = name in getattr(real, "__dict__", ())
+        if obj.source is not None and (in_dict or not present):  # else the class has it
+            tx.guard_attr_presence(obj.source, name, in_dict)
         return present
     if isinstance(obj, (BaseListVariable, DictVariable, SetVariable, DictViewVariable)):
         return hasattr(obj.python_type(), name)

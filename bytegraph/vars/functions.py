@@ -169,7 +169,8 @@ class UserFunctionVariable(BaseFunctionVariable):
 
     def has_attr(self, tx, name: str) -> bool:
         present = hasattr(self.fn, name)
-        tx.guard_attr_presence(self.source, name, present)
+        if not hasattr(type(self.fn), name):  # decided by the function's own __dict__
+            tx.guard_attr_presence(self.source, name, present)
         return present
 
     def var_getattr(self, tx, name):
