@@ -602,7 +602,7 @@ def test_no_tracker_state_changes_without_the_barrier():
 
 
 def _fresh_names(func) -> set:
-    """Names bound to a tracker made right there (`it = ListIteratorVariable(...)`): setting
+    """Names bound to a tracker made right there (`it = SequenceIteratorVariable(...)`): setting
     up a new tracker is not a change of state."""
     return {t.id for node in ast.walk(func) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
             and isinstance(node.value.func, ast.Name) and node.value.func.id.endswith("Variable")

@@ -38,7 +38,7 @@ in a resume function, its `__bg_stack_<k>` parameters, which the call would see.
 residual code instead unbinds every local the user's code does not have and jumps into a
 copy of the body at the call, so the call and the rest of the frame run eagerly and see
 exactly the user's locals. At a nested break the capture breaks at the outermost call
-site instead (Note [Break markers]), and the callee breaks as a root frame.
+site instead (Note [Speculation log] in translate/speculation.py), and the callee breaks as a root frame.
 """
 from __future__ import annotations
 
