@@ -14,19 +14,20 @@ import multiprocessing
 import sys
 import time
 
-from .generator import generate
+from .generator import FEATURES, generate
 from .profiles import PROFILES
 from .runner import CLASSES, FAILURES, run_source
 from .shrink import save, seed_of_file, shrink
 
 
 def _one(job):
-    seed, profile, size, calls, do_shrink = job
-    src = generate(seed, PROFILES[profile], size)
+    seed, profile, exclude, size, calls, do_shrink = job
+    src = generate(seed, PROFILES[profile] - exclude, size)
     verdict = run_source(src, seed, calls)
     saved = None
     if verdict.kind in FAILURES and verdict.kind != "invalid" and do_shrink:
-        saved = save(shrink(src, seed, verdict, calls), seed, verdict, profile)
+        label = profile + "".join(f" -{f}" for f in sorted(exclude))
+        saved = save(shrink(src, seed, verdict, calls), seed, verdict, label)
     return seed, verdict, saved
 
 
@@ -36,6 +37,7 @@ def main(argv=None) -> int:
     p.add_argument("-n", type=int, default=200, help="number of programs")
     p.add_argument("--seed", type=int, default=0, help="first seed")
     p.add_argument("--profile", choices=sorted(PROFILES), default="full")
+    p.add_argument("--exclude", default="", help="comma-separated features to leave out of the profile")
     p.add_argument("--size", type=int, default=8, help="top-level statements per program")
     p.add_argument("--calls", type=int, default=3, help="calls per program")
     p.add_argument("-j", "--jobs", type=int, default=2, help="worker processes")
@@ -54,7 +56,11 @@ def main(argv=None) -> int:
         print(f"{v.kind} at call #{v.call + 1}: {v.detail}")
         return 0 if v.kind == "ok" else 1
 
-    jobs = [(s, a.profile, a.size, a.calls, not a.no_shrink) for s in range(a.seed, a.seed + a.n)]
+    exclude = frozenset(f for f in a.exclude.split(",") if f)
+    unknown = exclude - FEATURES.keys()
+    if unknown:
+        p.error(f"unknown features {sorted(unknown)}; known: {', '.join(FEATURES)}")
+    jobs = [(s, a.profile, exclude, a.size, a.calls, not a.no_shrink) for s in range(a.seed, a.seed + a.n)]
     counts = collections.Counter()
     graphs = breaks = internal = 0
     failures = []
@@ -69,7 +75,8 @@ def main(argv=None) -> int:
                     print(f"seed {seed}: {v.kind} at call #{v.call + 1}: {v.detail[:300]}"
                           + (f" -> {saved}" if saved else ""), flush=True)
     dt = time.perf_counter() - t0
-    print(f"\nseeds {a.seed}..{a.seed + a.n - 1}, profile {a.profile}: {a.n} programs in {dt:.1f} s "
+    label = a.profile + "".join(f" -{f}" for f in sorted(exclude))
+    print(f"\nseeds {a.seed}..{a.seed + a.n - 1}, profile {label}, size {a.size}, {a.calls} calls: {a.n} programs in {dt:.1f} s "
           f"({a.n / dt:.1f} programs/s, {a.jobs} processes); {graphs} graphs, {breaks} graph breaks, "
           f"{internal} bytegraph internal errors (run eagerly)")
     for kind in CLASSES:

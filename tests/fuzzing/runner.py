@@ -76,7 +76,8 @@ class Verdict:
         """What a shrunk program must keep reproducing: the class and the detail's first word
         (the exception type, or where the mismatch is: output, stdout, globals, grad...), and
         for a mismatch the first word of what differs (values, requires_grad, type, length...)."""
-        words = [re.split(r"[^A-Za-z_]", part.strip(), maxsplit=1)[0] for part in self.detail.split(": ", 2)]
+        words = [(re.match(r"[A-Za-z_]+", part.strip()) or re.match("", "")).group() or "value"
+                 for part in self.detail.split(": ", 2)]
         return ":".join([self.kind] + words[:2 if self.kind == "mismatch" else 1])
 
 

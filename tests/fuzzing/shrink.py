@@ -68,7 +68,8 @@ def _blocks_of(node) -> list[list]:
 
 
 class Shrinker:
-    def __init__(self, src: str, seed: int, target: Verdict, calls: int = 3, budget_s: float = 120.0):
+    def __init__(self, src: str, seed: int, target: Verdict, calls: int = 3, budget_s: float = 120.0,
+                 make_backend=None):
         self.tree = ast.parse(src)
         self.seed = seed
         self.signature = target.signature
@@ -76,12 +77,15 @@ class Shrinker:
         self.cache: dict[str, bool] = {}
         self.deadline = time.monotonic() + budget_s
         self.tests = 0
+        self.make_backend = make_backend
 
     def fails(self) -> bool:
         src = ast.unparse(self.tree)
         if src not in self.cache:
             self.tests += 1
-            self.cache[src] = run_source(src, self.seed, self.calls, timeout=5.0).signature == self.signature
+            backend = self.make_backend() if self.make_backend else None
+            verdict = run_source(src, self.seed, self.calls, backend=backend, timeout=5.0)
+            self.cache[src] = verdict.signature == self.signature
         return self.cache[src]
 
     def out_of_time(self) -> bool:
@@ -161,9 +165,11 @@ class Shrinker:
         return ast.unparse(self.tree) + "\n"
 
 
-def shrink(src: str, seed: int, verdict: Verdict, calls: int = 3, budget_s: float = 120.0) -> str:
-    """The smallest program found that gives a verdict with `verdict`'s signature."""
-    return Shrinker(src, seed, verdict, calls, budget_s).run()
+def shrink(src: str, seed: int, verdict: Verdict, calls: int = 3, budget_s: float = 120.0,
+           make_backend=None) -> str:
+    """The smallest program found (within `budget_s`) that gives a verdict with `verdict`'s
+    signature; `make_backend()` gives the backend of each run (default: a counting one)."""
+    return Shrinker(src, seed, verdict, calls, budget_s, make_backend).run()
 
 
 def save(src: str, seed: int, verdict: Verdict, profile: str, directory: str = FAILURES_DIR) -> str:
