@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import gc
+import itertools
 import io
 import re
 import linecache
@@ -339,9 +341,24 @@ def _watch(stats: Stats):
         compiled_function.LISTENERS.remove(listener)
 
 
+# bytegraph.reset() walks every compiled function still alive, and resume functions stay
+# alive after it (cached per user code object), so one reset costs more with every program
+# run. Programs never share code objects (each exec makes new ones), so their cache entries
+# cannot meet: reset, and collect the cycles, once per RESET_EVERY programs (and after a
+# timeout, which may have interrupted a capture).
+RESET_EVERY = 50
+_runs = itertools.count()
+
+
+def _reset(force: bool = False) -> None:
+    if force or next(_runs) % RESET_EVERY == 0:
+        gc.collect()
+        bytegraph.reset()
+
+
 def run_source(src: str, seed: int = 0, calls: int = 3, backend=None, timeout: float = 10.0) -> Verdict:
     """Run one program eager and compiled; the verdict of the first call that differs."""
-    bytegraph.reset()
+    _reset()
     counter = backend if backend is not None else CountingBackend()
     stats = Stats()
     try:
@@ -365,6 +382,7 @@ def run_source(src: str, seed: int = 0, calls: int = 3, backend=None, timeout: f
                 try:
                     c = call(compiled, inputs[1], seed, timeout)
                 except FuzzTimeout as err:
+                    _reset(force=True)
                     return Verdict("timeout", str(err), i, stats)
                 try:
                     compare_call(e, c, ens, cns)
@@ -375,4 +393,3 @@ def run_source(src: str, seed: int = 0, calls: int = 3, backend=None, timeout: f
         return Verdict("ok", "", calls - 1, stats)
     finally:
         stats.graphs = getattr(counter, "graphs", 0)
-        bytegraph.reset()
