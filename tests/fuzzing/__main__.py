@@ -69,6 +69,8 @@ def main(argv=None) -> int:
         for seed, v, saved in pool.imap_unordered(_one, jobs, chunksize=4):
             counts[v.kind] += 1
             graphs, breaks, internal = graphs + v.stats.graphs, breaks + v.stats.breaks, internal + v.stats.internal_errors
+            if a.verbose and v.stats.internal_errors:
+                print(f"seed {seed}: bytegraph internal error(s), run eagerly: {v.stats.reasons}", flush=True)
             if v.kind != "ok":
                 failures.append((seed, v, saved))
                 if a.verbose:

@@ -4,7 +4,6 @@ failing program and keeps it failing the same way."""
 import ast
 import time
 
-import pytest
 import torch
 
 from .generator import FULL_PROFILE, PREAMBLE, generate
