@@ -1,4 +1,4 @@
-# Developer entry points: the virtual environment, the demo, the tests and the benchmark.
+# Developer entry points: the virtual environment, the demo, the tests, the fuzzer and the benchmark.
 #
 # `.venv` is built once with CPython 3.11 and reused; the stamp file records a finished
 # install and is redone only when pyproject.toml changes. torch is pinned and installed
@@ -11,7 +11,7 @@ STAMP := $(VENV)/.bytegraph-installed
 TORCH := torch==2.13.0
 PYTEST_ARGS ?=
 
-.PHONY: $(VENV) demo test bench
+.PHONY: $(VENV) demo test fuzz bench
 
 $(VENV): $(STAMP)
 
@@ -30,6 +30,15 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
+
+# Differential fuzzing with graph breaks (tests/fuzzing): N programs from seed SEED, full
+# profile, 2 processes; failures are shrunk into tests/fuzzing/failures/<seed>.py.
+N ?= 500
+SEED ?= 0
+FUZZ_ARGS ?=
+
+fuzz: $(STAMP)
+	$(PY) -m tests.fuzzing -n $(N) --seed $(SEED) -j 2 $(FUZZ_ARGS)
 
 # One intra-op thread for both systems: on a shared 2-core machine torch's second thread
 # stalls eager runs by ~150 ms at random (docs/performance.md). BENCH_THREADS=2 to change.
