@@ -7,28 +7,14 @@ whose programs hit open bugs. Each excluded feature has a strict-xfail regressio
 that test passes, so strict xfail fails the suite: delete its xfail marker and the feature's
 entry here, and the CI fuzz test covers the feature again.
 
-CI_EXCLUDED (feature -> failure class, regression test in test_known_failures.py):
-  dict_views      -> "stale dict view": keys()/values()/items() taken before a mutation of
-                     the dict see the old contents (silent mismatch; test_stale_dict_view)
-  live_iterators  -> "stale list iterator": an iterator over a list made before the list
-                     shrinks still yields the removed item (silent mismatch;
-                     test_stale_list_iterator)
-  dict_iter_raise -> "dict iterator after resize": the first next() of a dict iterator made
-                     before the dict grew returns a key instead of raising RuntimeError
-                     (raises only in eager; test_dict_iterator_after_resize)
-  collections     -> "keyword call break in with": a break at a call with keyword arguments
-                     to an untraced callable (deque(maxlen=...), OrderedDict(a=...)) inside a
-                     user context manager's `with` drops the keyword names (raises only
-                     compiled; test_keyword_call_break_in_with)
+CI_EXCLUDED (feature -> the regression test in test_known_failures.py of the open failure
+class that excludes it) is empty: the four classes found so far (stale dict views, stale
+list iterators, dict iterators after a resize, keyword calls breaking inside a user `with`)
+are fixed and every feature is in the CI profile.
 """
 from .generator import FULL_PROFILE
 
-CI_EXCLUDED = {
-    "dict_views": "test_stale_dict_view",
-    "live_iterators": "test_stale_list_iterator",
-    "dict_iter_raise": "test_dict_iterator_after_resize",
-    "collections": "test_keyword_call_break_in_with",
-}
+CI_EXCLUDED: dict = {}
 
 PROFILES = {
     "full": FULL_PROFILE,
