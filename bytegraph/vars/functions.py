@@ -31,6 +31,7 @@ class CellVariable(VariableTracker):
     never reads is not guarded at all."""
 
     __slots__ = ("_contents", "name", "_pending")
+    rebuilt_as_new_object = True
 
     def __init__(self, name: str, contents=None, source=None):
         super().__init__(source)
@@ -65,6 +66,10 @@ class CellVariable(VariableTracker):
         """The contents if the trace has read or written them, else None (the real cell
         is unchanged)."""
         return None if self._pending is not None else self._contents
+
+    def children(self):
+        known = self.known_contents()
+        return (known,) if known is not None else ()
 
     def python_type(self) -> type:
         return types.CellType
@@ -168,10 +173,18 @@ class UserFunctionVariable(BaseFunctionVariable):
             cells.append(known)
         return cells
 
-    def has_attr(self, tx, name: str) -> bool:
+    def hasattr_impl(self, tx, name: str) -> bool:
         present = hasattr(self.fn, name)
         tx.guard_attr_presence(self.source, name, present)
         return present
+
+    def inlined_function(self):
+        return self.fn
+
+    def compiled_callee(self, tx):
+        from .trace_rules import is_traceable
+
+        return (self, None) if is_traceable(self.fn) else None
 
     def var_getattr(self, tx, name):
         from .containers import TupleVariable
@@ -233,6 +246,7 @@ class NestedFunctionVariable(BaseFunctionVariable):
 
     __slots__ = ("code", "f_globals", "globals_source", "defaults", "kwdefaults", "closure", "qualname",
                  "annotations", "attrs", "func_dict")
+    rebuilt_as_new_object = True
 
     def __init__(self, code, f_globals, globals_source, defaults, kwdefaults, closure, qualname,
                  annotations=None):
@@ -262,8 +276,8 @@ class NestedFunctionVariable(BaseFunctionVariable):
     def closure_cells(self, tx):
         return list(self.closure.items) if self.closure is not None else []
 
-    def parts(self) -> list:
-        """Every tracker the rebuilt function holds (for collecting graph outputs)."""
+    def children(self) -> list:
+        """Every tracker the rebuilt function holds."""
         return [p for p in (self.defaults, self.kwdefaults, self.closure, self.annotations, self.func_dict,
                             *self.attrs.values()) if p is not None]
 
@@ -299,7 +313,7 @@ class NestedFunctionVariable(BaseFunctionVariable):
             return super().var_getattr(tx, name)  # a function attribute not modeled: graph break
         tx.raise_user_error(AttributeError(f"'function' object has no attribute '{name}'"))
 
-    def has_attr(self, tx, name: str) -> bool:
+    def hasattr_impl(self, tx, name: str) -> bool:
         if name in self.attrs or hasattr(types.FunctionType, name):
             return True
         return self.func_dict is not None and name in self.func_dict.items
@@ -417,8 +431,18 @@ class BoundMethodVariable(VariableTracker):
             return self.fn
         return self.fn.var_getattr(tx, name)
 
-    def parts(self) -> list:
+    def children(self) -> list:
         return [self.fn, self.obj]
+
+    def built_once(self) -> bool:
+        return True  # reading a method attribute makes a new method object
+
+    def inlined_function(self):
+        return self.fn.inlined_function()
+
+    def compiled_callee(self, tx):
+        callee = self.fn.compiled_callee(tx)
+        return (callee[0], self.obj) if callee is not None and callee[1] is None else None
 
     def reconstruct(self, cg) -> None:
         cg.push_null()
@@ -436,6 +460,9 @@ class MethodObjectVariable(BoundMethodVariable):
     reloaded from its source, so it stays that very object."""
 
     __slots__ = ()
+
+    def built_once(self) -> bool:
+        return self.source is None
 
     def reconstruct(self, cg) -> None:
         if self.source is None:
@@ -477,6 +504,7 @@ class PartialVariable(VariableTracker):
     """`functools.partial(fn, *args, **kwargs)` made or read during tracing."""
 
     __slots__ = ("fn", "args", "kwargs")
+    rebuilt_as_new_object = True
 
     def __init__(self, fn, args, kwargs, source=None):
         super().__init__(source)
@@ -503,7 +531,7 @@ class PartialVariable(VariableTracker):
             return DictVariable(self.kwargs)
         return super().var_getattr(tx, name)
 
-    def parts(self) -> list:
+    def children(self) -> list:
         return [self.fn, *self.args, *self.kwargs.values()]
 
     def reconstruct(self, cg) -> None:

@@ -32,6 +32,7 @@ from .containers import BaseListVariable, DictVariable, ListVariable, TupleVaria
 
 class IteratorVariable(VariableTracker):
     __slots__ = ()
+    kept_in_block = True  # a for-loop's iterator
 
     def python_type(self) -> type:
         return type(iter([]))
@@ -52,6 +53,9 @@ class IteratorVariable(VariableTracker):
     def iterate(self, tx):
         return self
 
+    def reverse_iterate(self, tx):
+        tx.raise_user_error(TypeError(f"{self.describe()} is not reversible"))
+
 
 _CONSTANT_SEQUENCES = (str, bytes, range, tuple)
 
@@ -70,6 +74,7 @@ class SequenceIteratorVariable(IteratorVariable):
     (`seq` its tracker); see Note [Live iterators]."""
 
     __slots__ = ("seq", "index", "reverse", "_const_items")
+    rebuilt_as_new_object = True
 
     def __init__(self, seq: VariableTracker, reverse: bool = False, index: int | None = None, source=None):
         super().__init__(source)
@@ -84,6 +89,9 @@ class SequenceIteratorVariable(IteratorVariable):
     def over_items(cls, items: list) -> "SequenceIteratorVariable":
         """An iterator over items computed at trace time (a tuple made during tracing)."""
         return cls(TupleVariable(items))
+
+    def children(self):
+        return (self.seq,)  # rebuilt over the whole sequence
 
     def _items(self) -> list:
         return self.seq.items if self._const_items is None else self._const_items
@@ -156,6 +164,7 @@ class HashedIteratorVariable(IteratorVariable):
     over a set (`kind` None); see Note [Live iterators]."""
 
     __slots__ = ("container", "kind", "reverse", "keys", "size", "version", "index", "start")
+    rebuilt_as_new_object = True
 
     def __init__(self, container, kind: str | None = None, reverse: bool = False, index: int = 0, source=None):
         super().__init__(source)
@@ -168,6 +177,9 @@ class HashedIteratorVariable(IteratorVariable):
         self.version = container.keys_version
         self.index = index
         self.start = index  # a real iterator from outside is replayed by advancing it from here
+
+    def children(self):
+        return (self.container,)
 
     def python_type(self) -> type:
         kind = self.kind or "keys"

@@ -32,6 +32,7 @@ from .classes import MISSING, bind_class_attribute, call_property, class_lookup,
 from .constant import ConstantVariable
 from .containers import DICT_MUTATORS, DictVariable
 from .lazy_int import wrap_int
+from .object_protocol import real_hasattr
 from .registry import guard, register
 
 class _Deleted:
@@ -99,6 +100,13 @@ class PythonModuleVariable(VariableTracker):
                            category="side effect")
         tx.output.side_effects.store_global(self.module.__dict__, AttrSource(self.source, "__dict__"), name, value)
 
+    def hasattr_impl(self, tx, name: str) -> bool:
+        if self.source is not None:
+            pending = tx.output.side_effects.pending_global(self.module.__dict__, name)
+            if pending is not None:
+                return pending is not _DELETED
+        return real_hasattr(tx, self, self.module, name)
+
     def describe(self) -> str:
         return f"module {self.module.__name__}"
 
@@ -152,6 +160,7 @@ class UserObjectVariable(VariableTracker):
     """An instance of a user class (or any object without a dedicated tracker)."""
 
     __slots__ = ("value", "attrs")
+    rebuilt_as_new_object = True
 
     def __init__(self, value, source=None):
         super().__init__(source)
@@ -301,6 +310,21 @@ class UserObjectVariable(VariableTracker):
 
     def unpack(self, tx) -> list:
         return self.iterate(tx).unpack(tx)
+
+    def contains_impl(self, tx, item) -> VariableTracker:
+        from .dunders import user_contains
+
+        result = user_contains(tx, self, item)
+        return result if result is not None else super().contains_impl(tx, item)
+
+    def hasattr_impl(self, tx, name: str) -> bool:
+        pending = self.pending_attr_present(name)
+        if pending is not None:
+            return pending  # written or deleted earlier in this trace
+        return real_hasattr(tx, self, self.value, name)
+
+    def children(self):
+        return [item for item in (self.attrs or {}).values() if item is not _DELETED]
 
     def describe(self) -> str:
         what = self.source.describe() if self.source is not None else "object"

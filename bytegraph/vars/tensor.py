@@ -70,6 +70,7 @@ _UNSUPPORTED_ATTRS = {
 
 class TensorVariable(VariableTracker):
     __slots__ = ("node", "example", "cls")
+    is_tensor = True
 
     def __init__(self, node, example, source=None, cls=torch.Tensor):
         super().__init__(source)
@@ -155,6 +156,23 @@ class TensorVariable(VariableTracker):
         tx.unsupported(f"`if`/`while`/`and`/`or` on {self.describe()} depends on tensor data",
                        category="data-dependent",
                        hint="use torch.where / torch.cond, or compute the condition outside")
+
+    def len_impl(self, tx) -> VariableTracker:
+        if self.example.dim() == 0:
+            tx.raise_user_error(TypeError("len() of a 0-d tensor"))
+        return ConstantVariable(self.example.shape[0])
+
+    def contains_impl(self, tx, item) -> VariableTracker:
+        tx.unsupported("`in` on a tensor depends on tensor data", category="data-dependent")
+
+    def getitem_impl(self, tx, key) -> VariableTracker:
+        return tx.output.call_op("call_function", operator.getitem, [self, key], {})
+
+    def hasattr_impl(self, tx, name: str) -> bool:
+        return hasattr(self.example, name)
+
+    def as_fx_arg(self, tx):
+        return self.node
 
 
 _BOUND_TENSOR_METHOD = type(torch.empty(0).add)
