@@ -12,7 +12,7 @@ Note [Tracker protocol]: behaviour lives on the value's kind, as CPython's type 
 Builtins, opcode handlers, the residual codegen and the capture ask the tracker through
 the methods below and never test its concrete class, so a new kind of value is one module
 (its tracker overrides the slots it models, and registers its builder by type):
-- object-protocol slots: `len_impl`, `contains_impl`, `getitem_impl`, `iterate` (`iter`),
+- object-protocol slots: `len_impl`, `contains_impl`, `getitem_impl`, `setitem_impl`, `iterate` (`iter`),
   `reverse_iterate` (`reversed`), `truth` (`bool`), `hasattr_impl`, `key_impl` (hash and
   equality as a dict key or set member), `unpack` (the items, for unpacking), `next_item`
   (`next` of an iterator), `as_kwargs` (`**` unpacking), `enter_with` (`with`), `is_none`;
@@ -109,6 +109,10 @@ class VariableTracker:
         from .object_protocol import generic_getitem
 
         return generic_getitem(tx, self, key)
+
+    def setitem_impl(self, tx, key: "VariableTracker", value: "VariableTracker") -> None:
+        """`value[key] = item` (STORE_SUBSCR, `operator.setitem`)."""
+        self.call_method(tx, "__setitem__", [key, value], {})
 
     def hasattr_impl(self, tx, name: str) -> bool:
         """`hasattr(value, name)`, guarded where the answer comes from a real object."""

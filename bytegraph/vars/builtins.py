@@ -72,7 +72,7 @@ def _consts(args) -> bool:
 
 
 def _any_tensor(args) -> bool:
-    return any(isinstance(a, TensorVariable) for a in args)
+    return any(a.is_tensor for a in args)
 
 
 # ---- operators ---------------------------------------------------------------------
@@ -195,10 +195,8 @@ def _getitem(tx, fn, args, kwargs):
 @handles(operator.setitem)
 def _setitem(tx, fn, args, kwargs):
     obj, key, value = args
-    if isinstance(obj, TensorVariable):
-        tx.output.call_op("call_function", operator.setitem, args, {})
-        return ConstantVariable(None)
-    return obj.call_method(tx, "__setitem__", [key, value], {})
+    obj.setitem_impl(tx, key, value)
+    return ConstantVariable(None)
 
 
 @handles(operator.delitem)

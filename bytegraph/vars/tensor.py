@@ -168,6 +168,9 @@ class TensorVariable(VariableTracker):
     def getitem_impl(self, tx, key) -> VariableTracker:
         return tx.output.call_op("call_function", operator.getitem, [self, key], {})
 
+    def setitem_impl(self, tx, key, value) -> None:
+        tx.output.call_op("call_function", operator.setitem, [self, key, value], {})
+
     def hasattr_impl(self, tx, name: str) -> bool:
         return hasattr(self.example, name)
 
