@@ -5,6 +5,11 @@ Graph inputs are placeholders, one per distinct real tensor (two sources reachin
 same tensor share a placeholder). Every op is run once on fake tensors to get its
 example value; errors from that run are classified into graph breaks (data-dependent
 output, op without a fake kernel) and errors of the user's own program.
+
+Speculation (Note [Checkpoints]): `checkpoint()` captures the position of everything a
+speculation can change, `restore(cp)` puts it back exactly, `release(cp)` keeps the
+changes; `subgraph()` records ops into a child FX graph, lifting the outer values used
+inside it to the child's placeholders.
 """
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ import contextlib
 import dataclasses
 import itertools
 import logging
+import operator
 
 import torch
 import torch.fx
@@ -20,6 +26,7 @@ from torch._subclasses.fake_tensor import (DataDependentOutputException, Dynamic
 
 from . import fake_memo
 from .fake_inputs import fake_input
+from .side_effects import SideEffects
 from ..guards.guard import Guard, GuardKind, TensorSpec
 from ..vars.base import VariableTracker
 from ..vars.builder import wrap_op_result
@@ -45,7 +52,79 @@ class OutputGraph:
         self.grad_enabled = torch.is_grad_enabled()
         self.initial_grad_enabled = self.grad_enabled
         self.current_tx = None
+        self.side_effects = SideEffects(self)
+        self.speculation_log = None  # the capture's SpeculationLog (translate/speculation.py)
+        self.nn_module_aliases = 0   # alias numbers of module guards (vars/nn_module.py)
+        self.root_graph = self.graph
+        self._subgraphs: list = []   # the open `subgraph()` scopes, innermost last
         self.add_guard(Guard(GuardKind.GRAD_MODE, None, self.grad_enabled))
+
+    # ---- speculation (Note [Checkpoints]) ----------------------------------------------
+    def checkpoint(self) -> "GraphCheckpoint":
+        """The position of everything a speculation can change in the output graph."""
+        graphs = [self.root_graph] + [sub.graph for sub in self._subgraphs]
+        return GraphCheckpoint(
+            self.graph, tuple(_graph_position(g) for g in graphs), tuple(len(s.lifted) for s in self._subgraphs),
+            len(self.guards), dict(self.first_use), len(self.inputs), len(self.tracked),
+            len(self.globals_sources), self.grad_enabled, torch.is_grad_enabled(), self.current_tx,
+            self.nn_module_aliases, self.side_effects.checkpoint())
+
+    def restore(self, cp: "GraphCheckpoint") -> None:
+        """Undo everything since `cp` (which stays active; `release` it when done)."""
+        self.side_effects.restore(cp.side_effects)
+        del self._subgraphs[len(cp.lifted):]
+        self.graph = cp.graph
+        for position in cp.graphs:
+            _erase_after(*position)
+        for sub, lifted in zip(self._subgraphs, cp.lifted):
+            for outer, _ in sub.lifted[lifted:]:
+                del sub._by_outer[outer]
+            del sub.lifted[lifted:]
+        _truncate(self.guards, cp.guards)
+        self.first_use.clear()
+        self.first_use.update(cp.first_use)
+        for _, vt, real in self.inputs[cp.inputs:]:
+            del self._input_by_id[id(real)]
+        del self.inputs[cp.inputs:]
+        _truncate(self.tracked, cp.tracked)
+        _truncate(self.globals_sources, cp.globals_sources)
+        self.grad_enabled = cp.grad_enabled
+        torch._C._set_grad_enabled(cp.real_grad_enabled)
+        self.current_tx = cp.current_tx
+        self.nn_module_aliases = cp.nn_module_aliases
+
+    def release(self, cp: "GraphCheckpoint") -> None:
+        """Keep everything since `cp` (the speculation succeeded)."""
+        self.side_effects.release(cp.side_effects)
+
+    @contextlib.contextmanager
+    def subgraph(self):
+        """Record the ops of this block into a child FX graph (`Subgraph.graph`). A value of
+        an enclosing graph used inside (a tensor computed outside, a graph input such as a
+        parameter, a symbolic value) becomes a placeholder of the child, in first-use order
+        (`Subgraph.lifted`: (outer node, child placeholder)). New graph inputs read inside
+        are inputs of the root graph, lifted like any outer value."""
+        sub = Subgraph(torch.fx.Graph(), self.graph)
+        self._subgraphs.append(sub)
+        self.graph = sub.graph
+        try:
+            yield sub
+        finally:
+            if sub in self._subgraphs:  # a restore inside may have closed it already
+                self._subgraphs.remove(sub)
+            self.graph = sub.parent
+
+    def lift(self, node: torch.fx.Node) -> torch.fx.Node:
+        """`node` of an enclosing graph as seen from the current one: lifted through every
+        open subgraph below the graph that owns it."""
+        subgraphs = self._subgraphs
+        start = 0
+        for i, sub in enumerate(subgraphs):
+            if sub.graph is node.graph:
+                start = i + 1
+        for sub in subgraphs[start:]:
+            node = sub.lift(node)
+        return node
 
     # ---- guards and inputs -----------------------------------------------------------
     def add_guard(self, guard: Guard) -> None:
@@ -65,7 +144,13 @@ class OutputGraph:
 
     def locate_first_use(self, name: str, location: str) -> None:
         for key in self.first_use.pop(name, ()):
+            self.side_effects.record_undo(self._put_guard, (key, self.guards[key]))
             self.guards[key] = dataclasses.replace(self.guards[key], user_location=location)
+
+    def _put_guard(self, arg) -> None:
+        key, guard = arg
+        if key in self.guards:
+            self.guards[key] = guard
 
     def real_input(self, vt: TensorVariable) -> torch.Tensor | None:
         """The real tensor behind graph input `vt` (None if `vt` is not an input)."""
@@ -80,7 +165,7 @@ class OutputGraph:
             self.add_guard(Guard(GuardKind.SAME_OBJECT, source, existing.source))
             return existing
         name = _placeholder_name(source.name(), len(self.inputs))
-        node = self.graph.placeholder(name)
+        node = self.root_graph.placeholder(name)
         example = fake_input(self.fake_mode, real)
         node.meta["example_value"] = example
         vt = TensorVariable(node, example, source, cls=type(real))
@@ -117,6 +202,7 @@ class OutputGraph:
             _FAKE_TENSOR_LOG.disabled = prior_disabled
 
     def set_grad_enabled(self, mode: bool) -> None:
+        """The traced grad mode (global torch state: saved by `checkpoint`)."""
         if mode != self.grad_enabled:
             self.graph.call_function(torch._C._set_grad_enabled, (mode,))
             self.grad_enabled = mode
@@ -124,6 +210,8 @@ class OutputGraph:
 
     def call_op(self, kind: str, target, args: list, kwargs: dict) -> VariableTracker:
         tx = self.current_tx
+        if _writes_first_argument(kind, target, kwargs) or kwargs and "out" in kwargs:
+            self._before_inplace(args, kwargs)
         fx_args = tuple([_to_fx(tx, a) for a in args])
         fx_kwargs = {k: _to_fx(tx, v) for k, v in kwargs.items()} if kwargs else {}
         fake_args = tuple([_example_of(a) for a in fx_args])
@@ -165,6 +253,115 @@ class OutputGraph:
             tx.raise_user_error(e)
 
 
+    def _before_inplace(self, args, kwargs) -> None:
+        """An in-place method (`x.add_()`, `x.unsqueeze_()`) or `out=` op changes tensors
+        the trace holds: the barrier (scope check; their fake metadata saved for restore)."""
+        out = kwargs.get("out") if kwargs else None
+        written = [args[0]] if out is None else (list(out.items) if isinstance(out, BaseListVariable) else [out])
+        for vt in written:
+            if isinstance(vt, TensorVariable):
+                self.side_effects.mutate(vt, replay=False)
+
+
+# Note [Checkpoints]
+# A checkpoint is a set of positions, not a copy: the last node of the current graph,
+# the lengths of the insertion-ordered guards/inputs/tracked/globals-sources tables, the
+# side-effect log's position (whose undo log puts back every tracker written since,
+# Note [Mutation barrier]), the traced and the real grad mode, and the small FX name
+# tables (so names made after a restore are the ones a capture that never ran the
+# speculation makes). `restore` erases the nodes added since (placeholders of new graph
+# inputs included), truncates the tables and undoes the log; the translator's frames are
+# restored by `Translator.restore` (translate/speculation.py).
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphCheckpoint:
+    """What `OutputGraph.checkpoint` captured (positions and small copies, not the graph)."""
+
+    graph: torch.fx.Graph   # the graph ops were recorded into
+    graphs: tuple           # (graph, last node, FX used names, FX base counts): root, then open subgraphs
+    lifted: tuple           # len(Subgraph.lifted) of each open subgraph
+    guards: int
+    first_use: dict
+    inputs: int
+    tracked: int
+    globals_sources: int
+    grad_enabled: bool
+    real_grad_enabled: bool
+    current_tx: object
+    nn_module_aliases: int
+    side_effects: tuple
+
+
+class Subgraph:
+    """A child FX graph being recorded (`OutputGraph.subgraph`) and the outer values it lifted."""
+
+    __slots__ = ("graph", "parent", "lifted", "_by_outer")
+
+    def __init__(self, graph: torch.fx.Graph, parent: torch.fx.Graph):
+        self.graph = graph
+        self.parent = parent
+        self.lifted: list = []     # (outer node, child placeholder), in first-use order
+        self._by_outer: dict = {}
+
+    def lift(self, outer: torch.fx.Node) -> torch.fx.Node:
+        """The placeholder standing for `outer` (a node of the parent graph) in this one."""
+        inner = self._by_outer.get(outer)
+        if inner is None:
+            inner = self.graph.placeholder(outer.name)
+            inner.meta.update(outer.meta)
+            self._by_outer[outer] = inner
+            self.lifted.append((outer, inner))
+        return inner
+
+
+_INPLACE_FUNCTIONS = frozenset({operator.setitem, operator.iadd, operator.isub, operator.imul, operator.itruediv,
+                                operator.ifloordiv, operator.imod, operator.ipow, operator.imatmul, operator.iand,
+                                operator.ior, operator.ixor, operator.ilshift, operator.irshift})
+
+
+_INPLACE_DUNDERS = frozenset({"__setitem__"} | {f"__i{op}__" for op in (
+    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor", "lshift", "rshift")})
+
+
+def _writes_first_argument(kind: str, target, kwargs) -> bool:
+    """Whether the op changes its first argument in place: `x.add_()`, `x.__setitem__`,
+    `x += y`, `torch.relu_(x)`, `F.relu(x, inplace=True)`."""
+    if kind == "call_method":
+        return target[-1] == "_" and (target[:2] != "__" or target in _INPLACE_DUNDERS)
+    if target in _INPLACE_FUNCTIONS:
+        return True
+    name = getattr(target, "__name__", "")
+    if name[-1:] == "_" and name[:2] != "__":
+        return True
+    inplace = kwargs.get("inplace") if kwargs else None
+    return inplace is not None and inplace.is_python_constant() and inplace.as_python_constant() is True
+
+
+def _graph_position(graph: torch.fx.Graph) -> tuple:
+    namespace = graph._graph_namespace
+    return graph, graph._root.prev, set(namespace._used_names), dict(namespace._base_count)
+
+
+def _erase_after(graph: torch.fx.Graph, last_node, used_names: set, base_count: dict) -> None:
+    """Erase the nodes `graph` got after `last_node` (newest first) and put its FX names back."""
+    namespace = graph._graph_namespace
+    while graph._root.prev is not last_node:
+        node = graph._root.prev
+        graph.erase_node(node)
+        namespace._obj_to_name.pop(node, None)
+    namespace._used_names.clear()
+    namespace._used_names.update(used_names)
+    namespace._base_count.clear()
+    namespace._base_count.update(base_count)
+
+
+def _truncate(d: dict, n: int) -> None:
+    """Drop the entries added to insertion-ordered `d` after it had `n` (newest first)."""
+    while len(d) > n:
+        d.popitem()
+
+
 def _op_name(kind: str, target) -> str:
     if kind == "call_method":
         return f"Tensor.{target}()"
@@ -194,7 +391,10 @@ def add_stack_traces(graph: torch.fx.Graph) -> None:
 def _to_fx(tx, vt):
     """The FX argument for a tracker: a node, a constant, or a structure of those."""
     if isinstance(vt, TensorVariable):
-        return vt.node
+        node = vt.node
+        if node.graph is not tx.output.graph:  # a value of an enclosing graph used in a subgraph
+            return tx.output.lift(node)
+        return node
     if isinstance(vt, SizeVariable):
         return torch.Size(vt.as_python_constant())
     if isinstance(vt, BaseListVariable):

@@ -1,9 +1,11 @@
 """The side-effect log of one capture and its replay in residual bytecode.
 
-Owns: which *pre-existing* Python objects (trackers with a source) the traced code
-mutated, the pending attribute writes per object, global writes per (globals dict,
-name) and closure-cell writes; the identity map that makes one real object one tracker
-however many paths reach it; and the bytecode that replays all of it after the graph.
+Owns: the mutation barrier every in-place change of a tracker passes, with its scope
+check and undo log (Note [Mutation barrier]); which *pre-existing* Python objects
+(trackers with a source) the traced code mutated: containers, objects (their pending
+attribute writes), closure cells, and global writes per (globals dict, name); the
+identity map that makes one real object one tracker however many paths reach it; and
+the bytecode that replays all of it after the graph.
 
 Invariants (see Note [Side-effect replay]):
 - Tracing never mutates a real object. Containers are mutated on their tracker (so every
@@ -24,12 +26,42 @@ exactly like the values the trace read: `a.x, a.y = a.y, a.x` and `old = xs[0];
 xs[0] = y; return old` come out right. A tracker made during tracing that is reached
 twice (returned and stored, stored twice) is built once and kept in a temporary local
 (`PyCodegen.reconstruct`), so aliasing survives.
+
+# Note [Mutation barrier]
+# Every in-place change of a tracker's state (container contents, object attributes,
+# cell contents, iterator positions, a tensor's metadata changed by an in-place op) is
+# preceded by one call, `SideEffects.mutate(vt)`; state the program did not write (a
+# cell's contents read lazily, a value guard installed) by `touch(vt)`; global writes by
+# `store_global`. The barrier (1) refuses the write inside a speculation scope the
+# tracker does not belong to (Note [Speculation scopes] in vars/base.py), (2) while a
+# checkpoint is active, saves the tracker's state (`vt._save_state()`, a shallow copy)
+# the first time it is written after the latest checkpoint or restore: later writes in
+# that epoch save nothing, so a write stays O(1) amortized, and with no checkpoint
+# nothing is saved at all; (3) records a tracker with a source for replay.
+# `restore(cp)` pops the undo log back to `cp` (newest first, so the oldest saved state
+# wins) and truncates the insertion-ordered logs and the identity map to their lengths
+# at `cp`. No code writes tracker state without the barrier (`tests/test_speculation.py`
+# scans the source for it).
 """
 from __future__ import annotations
 
+import contextlib
+
 from ..guards.sources import ClosureSource, GlobalsDictSource
+from ..vars.base import set_current_scope
 from ..vars.iterators import advance_iterator, set_iterator_state
 from ..vars.objects import DELETED  # pending value of a deleted attribute or global
+
+
+def _restore_global(arg) -> None:
+    entry, value = arg
+    entry[3] = value
+
+
+def _truncate(d: dict, n: int) -> None:
+    """Drop the entries added to insertion-ordered `d` after it had `n` (newest first)."""
+    while len(d) > n:
+        d.popitem()
 
 
 def _replace_dict(d, new):
@@ -43,45 +75,93 @@ def _replace_set(s, new):
 
 
 class SideEffects:
-    """Everything the traced code did to the caller's world, in O(1) per write."""
+    """Everything the traced code did to the caller's world, in O(1) per write, and the
+    mutation barrier every in-place change of a tracker passes (Note [Mutation barrier])."""
 
-    __slots__ = ("mutated", "attr_objects", "globals", "cells", "by_id", "_keepalive", "writes", "positioned")
+    __slots__ = ("output", "mutated", "globals", "by_id", "_keepalive", "writes", "current_scope",
+                 "_scope_names", "_undo", "_saved", "_checkpoints", "positioned")
 
-    def __init__(self):
-        self.mutated: dict = {}        # id(container tracker) -> tracker (sourced list/dict/set/iterator)
-        self.attr_objects: dict = {}   # id(object tracker) -> tracker with pending `attrs`
+    def __init__(self, output=None):
+        self.output = output           # the OutputGraph (for the translator at a refused write)
+        self.mutated: dict = {}        # id(tracker) -> sourced tracker written (containers, objects, cells)
         self.globals: dict = {}        # (id(globals dict), name) -> [globals_source, dict, name, value]
-        self.cells: dict = {}          # id(cell tracker) -> sourced CellVariable written
         self.by_id: dict = {}          # id(real mutable object) -> tracker (identity map)
         self._keepalive: list = []     # the real objects of `by_id` (ids stay unique)
         self.writes = 0                # number of recorded writes (for stats and tests)
+        self.current_scope = 0         # Note [Speculation scopes] in vars/base.py
+        self._scope_names: dict = {0: "the top level"}
+        self._undo: list = []          # (restore function, argument), oldest first
+        self._saved: set = set()       # id(tracker) saved in `_undo` since the latest checkpoint/restore
+        self._checkpoints = 0          # checkpoints taken and not released
         self.positioned: list = []     # iterators made during tracing, positioned after the replay
 
-    # ---- recording ---------------------------------------------------------------------
-    def mutate(self, vt) -> None:
-        """Container `vt` (with a source) was changed in place; replay its final state."""
-        self.mutated[id(vt)] = vt
+    # ---- the barrier -------------------------------------------------------------------
+    def mutate(self, vt, replay: bool = True) -> None:
+        """THE barrier: `vt`'s state is about to change in place. Refuses the write inside
+        a speculation scope `vt` was not created in, saves `vt`'s state for `restore`
+        (once per checkpoint epoch), and records a sourced `vt` for replay (unless
+        `replay=False`: a tensor changed by an in-place op, which the graph replays)."""
+        if self.current_scope and vt.scope != self.current_scope:
+            self._refuse(vt.source.name() if vt.source is not None else vt.describe())
+        if self._checkpoints and id(vt) not in self._saved:
+            self._saved.add(id(vt))
+            self._undo.append((vt._restore_state, vt._save_state()))
+        if replay and vt.source is not None:
+            self.mutated[id(vt)] = vt
         self.writes += 1
 
+    def touch(self, vt) -> None:
+        """`vt` is about to change state that no program write made (a cell read lazily, a
+        value guard installed, an attribute dict made on first use): saved for `restore`
+        like a write, with no scope check and nothing replayed."""
+        if self._checkpoints and id(vt) not in self._saved:
+            self._saved.add(id(vt))
+            self._undo.append((vt._restore_state, vt._save_state()))
+
+    def _refuse(self, what: str) -> None:
+        tx = self.output.current_tx
+        name = self._scope_names[self.current_scope]
+        tx.unsupported(f"{name} writes {what} at {tx.location()}, which was created outside it; the body "
+                       "of a higher-order op must not mutate outside state",
+                       category="side effect in higher-order op",
+                       hint="return the new value from the body instead of mutating it")
+
+    @contextlib.contextmanager
+    def scope(self, name: str):
+        """The body of a higher-order op being speculated (Note [Speculation scopes]): new
+        trackers belong to a fresh scope, writes to others and to globals are refused."""
+        new = len(self._scope_names)
+        self._scope_names[new] = name
+        outer, self.current_scope = self.current_scope, new
+        previous = set_current_scope(new)
+        try:
+            yield new
+        finally:
+            self.current_scope = outer
+            set_current_scope(previous)
+
+    # ---- recording ---------------------------------------------------------------------
     def is_mutated(self, vt) -> bool:
         return id(vt) in self.mutated
 
     def position_after_replay(self, it_vt) -> None:
         """Iterator `it_vt`, made during tracing over a pre-existing list that the replay
-        changes, was just rebuilt at its start; set its position after the replay."""
+        changes, was just rebuilt at its start (while residual code is generated); set its
+        position after the replay."""
         self.positioned.append(it_vt)
 
-    def note_attr_write(self, vt) -> None:
-        """`vt.attrs` (its pending attribute writes) changed."""
-        self.attr_objects[id(vt)] = vt
-        self.writes += 1
-
     def store_global(self, f_globals: dict, globals_source, name: str, value) -> None:
+        """Global `name` of `f_globals` (or a module attribute) is written: the barrier for
+        globals (refused inside a speculation scope), undoable, replayed."""
+        if self.current_scope:
+            self._refuse(f"global {name!r}")
         key = (id(f_globals), name)
         entry = self.globals.get(key)
         if entry is None:
             self.globals[key] = [globals_source, f_globals, name, value]
         else:
+            if self._checkpoints:
+                self._undo.append((_restore_global, (entry, entry[3])))
             entry[3] = value
         self.writes += 1
 
@@ -90,10 +170,11 @@ class SideEffects:
         entry = self.globals.get((id(f_globals), name))
         return None if entry is None else entry[3]
 
-    def store_cell(self, cell_vt) -> None:
-        if cell_vt.source is not None:
-            self.cells[id(cell_vt)] = cell_vt
-        self.writes += 1
+    def record_undo(self, restore, arg) -> None:
+        """While a checkpoint is active, `restore(arg)` runs when it is restored (for state
+        kept outside trackers, e.g. a guard's user location)."""
+        if self._checkpoints:
+            self._undo.append((restore, arg))
 
     # ---- identity ------------------------------------------------------------------------
     def tracker_for(self, value):
@@ -103,18 +184,60 @@ class SideEffects:
         self.by_id[id(value)] = vt
         self._keepalive.append(value)
 
+    # ---- checkpoints (Note [Mutation barrier]) ---------------------------------------------
+    def checkpoint(self) -> tuple:
+        self._checkpoints += 1
+        self._saved = set()
+        return (len(self._undo), len(self.mutated), len(self.globals), len(self._keepalive), self.writes)
+
+    def restore(self, cp: tuple) -> None:
+        """Undo every change since `cp` (which stays active: it can be restored again)."""
+        undo_len, mutated_len, globals_len, keepalive_len, writes = cp
+        undo = self._undo
+        while len(undo) > undo_len:
+            restore, arg = undo.pop()
+            restore(arg)
+        _truncate(self.mutated, mutated_len)
+        _truncate(self.globals, globals_len)
+        for value in self._keepalive[keepalive_len:]:
+            del self.by_id[id(value)]
+        del self._keepalive[keepalive_len:]
+        self.writes = writes
+        self._saved = set()
+
+    def release(self, cp: tuple) -> None:
+        """Keep every change since `cp` (the speculation succeeded)."""
+        self._checkpoints -= 1
+        if not self._checkpoints:
+            self._undo.clear()
+            self._saved = set()
+
     # ---- values the replay needs -----------------------------------------------------------
+    def _by_kind(self) -> tuple:
+        """The written trackers as (containers and iterators, objects, cells), in write order."""
+        from ..vars.functions import CellVariable
+        from ..vars.objects import UserObjectVariable
+
+        containers, objects, cells = [], [], []
+        for vt in self.mutated.values():
+            if isinstance(vt, CellVariable):
+                cells.append(vt)
+            elif isinstance(vt, UserObjectVariable):
+                objects.append(vt)
+            else:
+                containers.append(vt)
+        return containers, objects, cells
+
     def values(self) -> list:
         """Every tracker the replay writes (for collecting graph outputs)."""
-        out = []
-        for vt in self.mutated.values():
-            out.append(vt)
-        for vt in self.attr_objects.values():
+        containers, objects, cells = self._by_kind()
+        out = list(containers)
+        for vt in objects:
             out.extend(v for v in vt.attrs.values() if v is not DELETED)
         for entry in self.globals.values():
             if entry[3] is not DELETED:
                 out.append(entry[3])
-        for cell in self.cells.values():
+        for cell in cells:
             if cell.contents is not None:
                 out.append(cell.contents)
         return out
@@ -140,8 +263,9 @@ class SideEffects:
         from ..vars.containers import DictVariable, ListVariable, SetVariable
         from ..vars.iterators import HashedIteratorVariable, SequenceIteratorVariable
 
+        containers, objects, cells = self._by_kind()
         iterators = []
-        for vt in self.mutated.values():
+        for vt in containers:
             if isinstance(vt, ListVariable):
                 yield _list_effect(cg, vt)
             elif isinstance(vt, DictVariable):
@@ -158,12 +282,12 @@ class SideEffects:
             else:
                 steps = vt.replay_steps(cg)
                 yield _call_effect(cg, advance_iterator, vt, lambda steps=steps: cg.load_const(steps))
-        for vt in self.attr_objects.values():
+        for vt in objects:
             for name, value in vt.attrs.items():
                 yield _attr_effect(cg, vt.source, name, value)
         for globals_source, f_globals, name, value in self.globals.values():
             yield _global_effect(cg, globals_source, name, value)
-        for cell in self.cells.values():
+        for cell in cells:
             yield _cell_effect(cg, cell)
 
     def _guard_distinct(self, output) -> None:
@@ -172,11 +296,12 @@ class SideEffects:
         from ..guards.guard import Guard, GuardKind
         from ..vars.functions import CellVariable
 
-        if self.mutated or self.attr_objects:
+        containers, objects, cells = self._by_kind()
+        if containers or objects:
             sources = tuple(vt.source for vt in self.by_id.values() if not isinstance(vt, CellVariable))
             if len(sources) > 1:
                 output.add_guard(Guard(GuardKind.NO_ALIASING, sources[0], sources))
-        if self.cells:  # a cell written through one closure is read through another only if shared
+        if cells:  # a cell written through one closure is read through another only if shared
             cells = tuple(vt.source.cell() for vt in self.by_id.values() if isinstance(vt, CellVariable))
             if len(cells) > 1:
                 output.add_guard(Guard(GuardKind.NO_ALIASING, cells[0], cells))

@@ -22,7 +22,6 @@ from ..errors import GraphBreak, InternalTracerError, Unsupported, UserCodeRaise
 from ..guards.compile import CompiledGuards
 from ..guards.sources import OBJECT_REFS, LocalSource
 from ..translate.capture import argument_names, capture
-from ..translate.translator import BREAK_MARKERS
 from .logs import logger
 
 _live: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
@@ -265,5 +264,4 @@ def reset_all() -> None:
     for state in list(_live):
         state.reset()
     _callees.clear()
-    BREAK_MARKERS.clear()
     OBJECT_REFS.clear()  # compiled guard functions keep the objects they name

@@ -129,7 +129,7 @@ def nested_break(frames, fn) -> tuple[list, types.FunctionType] | None:
     `fn` is the root's function): the calls waiting for the breaking frame's result, as
     (resume function, trackers passed before the result, trackers after it), outermost
     first, and the breaking frame's own function. None when the break cannot be resumed
-    there (the capture then breaks at the outermost call site, Note [Break markers])."""
+    there (the capture then breaks at the outermost call site, Note [Speculation log])."""
     calls = []
     for depth, (tx, callee_tx) in enumerate(zip(frames, frames[1:])):
         index = _index(tx)

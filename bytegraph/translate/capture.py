@@ -16,7 +16,6 @@ from .._bytecode.assemble import make_code
 from ..errors import GraphBreak, InternalTracerError, UserCodeRaisesError
 from ..graph.codegen import PyCodegen
 from ..graph.output_graph import OutputGraph, add_stack_traces
-from ..graph.side_effects import SideEffects
 from ..guards.guard import Guard, GuardKind
 from ..guards.sources import ClosureSource, GlobalsDictSource, LocalCellContentsSource, LocalSource
 from ..vars.functions import CellVariable
@@ -24,7 +23,8 @@ from ..vars.lazy_int import wrap_int
 from .breaks import emit_break, nested_break, resumable_reason
 from .continuation import is_continuation_code
 from .resume import is_resume_code
-from .translator import Translator, mark_breaks
+from .speculation import RestartCapture, SpeculationLog
+from .translator import Translator
 
 _graph_ids = itertools.count()
 
@@ -56,19 +56,25 @@ def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = Fa
     ends there and `Capture.graph_break` says why. Raises GraphBreak (nothing could be
     captured), UserCodeRaisesError or InternalTracerError. A break inside inlined calls
     ends the capture there too, the callers continuing in a continuation (Note
-    [Continuations]); where that is impossible the capture restarts once, breaking at the
-    outermost call site (Note [Break markers]).
+    [Continuations]); where that is impossible the capture restarts, breaking at the
+    outermost call site. Every restart keeps what earlier attempts learned in the capture's
+    speculation log (Note [Speculation log]).
     """
     start = time.perf_counter()
-    for attempt in (0, 1):
+    log = SpeculationLog()
+    while True:
         output = OutputGraph()
-        output.side_effects = SideEffects()
+        output.speculation_log = log
         try:
             new_fn, graph_module, graph_name, brk = _trace_and_codegen(
                 fn, values, backend, output, fullgraph, compile_fn)
+        except RestartCapture:
+            if log.restart():
+                continue
+            raise InternalTracerError(AssertionError(f"{fn.__qualname__}: the capture restarted "
+                                                     "too often"), output.finish_guards()) from None
         except GraphBreak as e:
-            if len(e.chain) > 1 and not fullgraph and attempt == 0:
-                mark_breaks(e)
+            if len(e.chain) > 1 and not fullgraph and log.break_at_root(e) and log.restart():
                 continue
             e.guards = output.finish_guards()
             raise
@@ -78,7 +84,6 @@ def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = Fa
             raise InternalTracerError(e, output.finish_guards()) from e
         return Capture(new_fn, output.finish_guards(), graph_module, graph_name,
                        time.perf_counter() - start, brk)
-    raise AssertionError("unreachable: the restarted capture breaks at the call site")
 
 
 def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):

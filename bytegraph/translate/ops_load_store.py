@@ -83,19 +83,15 @@ class LoadStoreOps:
     LOAD_CLASSDEREF = LOAD_DEREF
 
     def STORE_DEREF(self, inst):
-        cell = self.cells[inst.argval]
-        cell.contents = self.stack.pop()
-        if cell.source is not None:  # a pre-existing cell: replayed as `cell.cell_contents = v`
-            self.output.side_effects.store_cell(cell)
+        # a pre-existing cell is replayed as `cell.cell_contents = v`
+        self.cells[inst.argval].set_contents(self, self.stack.pop())
 
     def DELETE_DEREF(self, inst):
         cell = self.cells[inst.argval]
         if cell.contents is None:
             self.raise_user_error(NameError(
                 f"free variable '{inst.argval}' referenced before assignment in enclosing scope"))
-        cell.contents = None
-        if cell.source is not None:
-            self.output.side_effects.store_cell(cell)
+        cell.set_contents(self, None)
 
     def LOAD_CLOSURE(self, inst):
         self.stack.append(self.cells[inst.argval])

@@ -4,6 +4,10 @@ A `Translator` owns a stack, the fast locals and the cells of one frame, and wal
 the frame's decoded instructions through a dispatch table indexed by opcode (built
 from the `ops_*` families). Calls to user Python functions are inlined by running a
 child translator that shares the parent's `OutputGraph`.
+
+`checkpoint()`/`restore(cp)`/`release(cp)` speculate over the frames and the output
+graph (translate/speculation.py); the root frame breaks where the capture's speculation
+log says an earlier attempt found a break (Note [Speculation log]).
 """
 from __future__ import annotations
 
@@ -28,13 +32,13 @@ from .ops_jumps import JumpOps
 from .ops_load_store import LoadStoreOps
 from .ops_operators import OperatorOps
 from .ops_stack import StackOps
+from . import speculation
 
 
 class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps):
     def __init__(self, code, f_globals: dict, globals_source, local_vars: dict, cells: dict,
                  output, parent: "Translator | None" = None):
         self.code = code
-        self.break_at = BREAK_MARKERS.get(code)
         self.instructions = instructions_of(code)
         self.f_globals = f_globals
         self.globals_source = globals_source
@@ -52,6 +56,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         self.yielded = None
         self.snapshot_stack: list = []  # the stack before the current instruction (for a break)
         self.snapshot_kw_names: tuple = ()
+        self.steps = 0  # instructions run so far (positions of the speculation log)
 
     # ---- running ---------------------------------------------------------------------
     def run(self):
@@ -60,15 +65,17 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         dispatch = DISPATCH
         previous = self.output.current_tx
         self.output.current_tx = self
-        break_at = self.break_at
+        log = self.output.speculation_log
+        breaks = log.root_breaks if self.parent is None and log is not None and log.root_breaks else None
         try:
             while self.return_value is None and self.yielded is None:
                 inst = instructions[self.ip]
                 self.inst = inst
                 self.snapshot_stack = list(self.stack)
                 self.snapshot_kw_names = self.kw_names
-                if break_at is not None and inst.offset in break_at:
-                    self.break_at_marker(*break_at[inst.offset])
+                self.steps += 1
+                if breaks is not None and self.steps in breaks:
+                    self.break_at_marker(*breaks[self.steps])
                 self.ip += 1
                 dispatch[inst.opcode](self, inst)
         finally:
@@ -135,14 +142,44 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         self._raise_break(GraphBreak(reason, self.location(), category, hint, self.user_stack()))
 
     def break_at_marker(self, reason, category, hint, location, user_stack):
-        """Break at a call site known to lead to a break deeper down (Note [Break markers]);
-        the break is reported where it really happens, with its inlined call stack."""
+        """Break at a call site known to lead to a break deeper down (Note [Speculation
+        log]); the break is reported where it really happens, with its inlined call stack."""
         self._raise_break(GraphBreak(reason, location, category, hint, user_stack))
 
     def _raise_break(self, brk: GraphBreak):
         brk.frames = tuple(reversed(list(self._outward())))
         brk.chain = tuple((tx.code, tx.inst.offset if tx.inst is not None else -1) for tx in brk.frames)
+        brk.root_step = brk.frames[0].steps
         raise brk
+
+    # ---- speculation (translate/speculation.py) ------------------------------------------
+    def checkpoint(self) -> "speculation.TranslatorCheckpoint":
+        """Everything a speculation from here can change: the output graph (graph, guards,
+        inputs, side effects, grad mode) and the frames of this translator and its parents."""
+        return speculation.checkpoint(self)
+
+    def restore(self, cp) -> None:
+        """Put back exactly what `cp` captured (it stays active; `release` it when done)."""
+        speculation.restore(self, cp)
+
+    def release(self, cp) -> None:
+        """Keep everything done since `cp`."""
+        self.output.release(cp.graph)
+
+    def position(self) -> tuple:
+        """Where this translator is, for the speculation log: steps from the root inwards."""
+        return tuple(reversed([tx.steps for tx in self._outward()]))
+
+    def speculation_decision(self, kind: str):
+        """The decision of kind `kind` an earlier attempt of this capture made here, or None."""
+        log = self.output.speculation_log
+        return None if log is None else log.decision(kind, self.position())
+
+    def restart_with(self, kind: str, value):
+        """Record decision `value` for this position and restart the capture (Note
+        [Speculation log]); the next attempt reads it with `speculation_decision`."""
+        self.output.speculation_log.decide(kind, self.position(), value)
+        raise speculation.RestartCapture(kind)
 
     def raise_user_error(self, exc: BaseException):
         raise UserCodeRaisesError(f"{type(exc).__name__}: {exc}", self.location()) from exc
@@ -176,16 +213,6 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
 # `G['helper']` instead of `G['f'].__globals__['g'].__globals__['helper']`, and a global
 # read at several depths is one guard.
 
-# Note [Break markers]
-# A graph break inside an inlined call that cannot be resumed where it happens (Note
-# [Continuations]: a caller inside `try`, a call through a `partial` or a hooked module,
-# a value that cannot be rebuilt...) restarts the capture, which then breaks at the
-# outermost call site. The (code, offset) of every frame on the way is remembered here
-# with the reason, so the restarted capture and the later captures of the callees (run
-# through bytegraph by the residual code) break at their call sites at once instead of
-# rediscovering the break. Cleared by `reset()`.
-BREAK_MARKERS: dict = {}
-
 
 @functools.lru_cache(maxsize=None)
 def is_library_file(filename: str) -> bool:
@@ -194,13 +221,6 @@ def is_library_file(filename: str) -> bool:
 
 _LIBRARY_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, os)) + (
     os.path.dirname(os.path.dirname(__file__)) + os.sep,)
-
-
-def mark_breaks(brk: GraphBreak) -> None:
-    """Remember the call sites of an inlined break (all frames but the innermost)."""
-    for code, offset in brk.chain[:-1]:
-        BREAK_MARKERS.setdefault(code, {})[offset] = (brk.reason, brk.category, brk.hint, brk.location,
-                                                      brk.user_stack)
 
 
 class GeneratorVariable(IteratorVariable):
@@ -220,6 +240,7 @@ class GeneratorVariable(IteratorVariable):
     def next_item(self, tx):
         if self.done:
             return None
+        tx.output.side_effects.mutate(self)
         child = self.child
         child.yielded = None
         child.run()
@@ -227,6 +248,13 @@ class GeneratorVariable(IteratorVariable):
             self.done = True
             return None
         return child.yielded
+
+    def _save_state(self):
+        return self.done, speculation.frame_state(self.child)
+
+    def _restore_state(self, state) -> None:
+        self.done, frame = state
+        speculation.set_frame_state(self.child, frame)
 
 
 def _builtins_of(f_globals: dict) -> dict:

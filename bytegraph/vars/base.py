@@ -8,6 +8,11 @@ a tracker made during tracing has `source=None`.
 Every operation that a kind does not support raises a graph break through
 `tx.unsupported(...)`, never a Python error: only tracer bugs raise other exceptions.
 
+Every in-place change of a tracker's state goes through the mutation barrier
+(`tx.output.side_effects.mutate(vt)`, or `touch(vt)` for lazily cached state; Note
+[Mutation barrier] in graph/side_effects.py), which checks the tracker's `scope` and saves
+its state (`_save_state`) for a later `restore` of a checkpoint.
+
 Note [Tracker protocol]: behaviour lives on the value's kind, as CPython's type slots.
 Builtins, opcode handlers, the residual codegen and the capture ask the tracker through
 the methods below and never test its concrete class, so a new kind of value is one module
@@ -27,9 +32,28 @@ the methods below and never test its concrete class, so a new kind of value is o
 """
 from __future__ import annotations
 
+import types
+
+# Note [Speculation scopes]
+# Every tracker records the scope it was made in: 0 is the top level of the capture; the
+# body of a higher-order op being speculated gets a fresh id (`SideEffects.scope()`,
+# nested bodies nest). A tracker with a source stands for an object that existed before
+# the capture, so its scope is 0 wherever it is first read. Inside a speculation scope
+# the barrier refuses (graph break) a write to a tracker of another scope, and every
+# global write: bodies must be functional. The current scope is this module global (set
+# only by `SideEffects.scope()`), so creating a tracker costs one global read.
+_current_scope = 0
+
+
+def set_current_scope(scope: int) -> int:
+    """Make `scope` the one new trackers are created in; returns the previous one."""
+    global _current_scope
+    previous, _current_scope = _current_scope, scope
+    return previous
+
 
 class VariableTracker:
-    __slots__ = ("source",)
+    __slots__ = ("source", "scope")
 
     #: whether this kind is a tensor in the FX graph (`TensorVariable`)
     is_tensor = False
@@ -41,6 +65,21 @@ class VariableTracker:
 
     def __init__(self, source=None):
         self.source = source
+        self.scope = 0 if source is not None else _current_scope
+
+    # ---- undo state (Note [Mutation barrier]) -------------------------------------------
+    def _save_state(self):
+        """A shallow copy of this tracker's mutable state (every slot but `source`/`scope`)."""
+        return tuple([_shallow_copy(getattr(self, name, _UNSET)) for name in _state_slots(type(self))])
+
+    def _restore_state(self, state) -> None:
+        """Put back what `_save_state` returned (the saved copies become the state)."""
+        for name, value in zip(_state_slots(type(self)), state):
+            if value is _UNSET:
+                if hasattr(self, name):
+                    delattr(self, name)
+            else:
+                setattr(self, name, value)
 
     def python_type(self) -> type:
         raise NotImplementedError(type(self).__name__)
@@ -231,3 +270,30 @@ class MethodOfVariable(VariableTracker):
     def reconstruct(self, cg) -> None:
         cg.reconstruct(self.obj)
         cg.load_attr(self.name)
+
+
+class _Unset:
+    __slots__ = ()
+
+
+_UNSET = _Unset()
+_STATE_SLOTS: dict = {}
+
+
+def _state_slots(cls: type) -> tuple:
+    """The slots of tracker class `cls` that hold state (not `source`/`scope`, not a slot
+    that a subclass replaced by a property)."""
+    names = _STATE_SLOTS.get(cls)
+    if names is None:
+        names = tuple(name for klass in cls.__mro__ for name in klass.__dict__.get("__slots__", ())
+                      if name not in ("source", "scope")
+                      and isinstance(getattr(cls, name, None), types.MemberDescriptorType))
+        _STATE_SLOTS[cls] = names
+    return names
+
+
+def _shallow_copy(value):
+    kind = type(value)
+    if kind is list or kind is dict or kind is set:
+        return kind(value)
+    return value

@@ -22,9 +22,9 @@ _SET_MUTATORS = frozenset({"add", "discard", "remove", "pop", "clear", "update"}
 
 
 def _check_mutable(tx, vt, name: str) -> None:
-    """Record that `name()` mutates `vt`: pre-existing containers go to the side-effect log."""
-    if vt.source is not None:
-        tx.output.side_effects.mutate(vt)
+    """`name()` is about to mutate `vt`: the mutation barrier (Note [Mutation barrier] in
+    graph/side_effects.py); pre-existing containers go to the side-effect log."""
+    tx.output.side_effects.mutate(vt)
 
 
 class BaseListVariable(VariableTracker):

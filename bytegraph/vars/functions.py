@@ -24,7 +24,8 @@ from .registry import guard, register
 class CellVariable(VariableTracker):
     """A closure cell. `contents` is a tracker or None (empty). A pre-existing cell's
     `source` is the source of its *contents* (`ClosureSource` or `CellContentsSource`);
-    writes to it are recorded in the side-effect log (STORE_DEREF).
+    writes to it go through `set_contents` (the mutation barrier) and are recorded in the
+    side-effect log (STORE_DEREF).
 
     A pre-existing cell is read lazily (`real_cell`): its contents are wrapped, and so
     guarded, only when the trace first reads them, at the reading line; a cell the trace
@@ -33,22 +34,21 @@ class CellVariable(VariableTracker):
     __slots__ = ("_contents", "name", "_pending")
     rebuilt_as_new_object = True
 
-    def __init__(self, name: str, contents=None, source=None):
+    def __init__(self, name: str, contents=None, source=None, pending=None):
         super().__init__(source)
         self.name = name
         self._contents = contents
-        self._pending = None  # (real cell, output graph) until the contents are first read
+        self._pending = pending  # (real cell, output graph) until the contents are first read
 
     @classmethod
     def real_cell(cls, name: str, cell: types.CellType, source, output) -> "CellVariable":
-        vt = cls(name, None, source)
-        vt._pending = (cell, output)
-        return vt
+        return cls(name, None, source, (cell, output))
 
     @property
     def contents(self):
         if self._pending is not None:
             cell, output = self._pending
+            output.side_effects.touch(self)
             self._pending = None
             try:
                 value = cell.cell_contents
@@ -57,8 +57,9 @@ class CellVariable(VariableTracker):
             self._contents = output.current_tx.wrap(value, self.source)
         return self._contents
 
-    @contents.setter
-    def contents(self, value) -> None:
+    def set_contents(self, tx, value) -> None:
+        """`cell.cell_contents = value` (STORE_DEREF; None empties it: DELETE_DEREF)."""
+        tx.output.side_effects.mutate(self)
         self._pending = None
         self._contents = value
 
@@ -84,9 +85,7 @@ class CellVariable(VariableTracker):
     def store_attr(self, tx, name, value) -> None:
         if name != "cell_contents":
             return super().store_attr(tx, name, value)
-        self.contents = value
-        if self.source is not None:
-            tx.output.side_effects.store_cell(self)
+        self.set_contents(tx, value)
 
     def reconstruct(self, cg) -> None:
         """Push the cell object itself (a fresh real cell for one made during tracing)."""
@@ -302,11 +301,12 @@ class NestedFunctionVariable(BaseFunctionVariable):
             return self.closure if self.closure is not None else ConstantVariable(None)
         if name == "__annotations__":  # made once, so later reads see writes into it
             pairs = self.annotations.unpack(tx) if self.annotations is not None else []
+            tx.output.side_effects.touch(self)
             self.attrs[name] = DictVariable({k.as_python_constant(): v for k, v in zip(pairs[::2], pairs[1::2])})
             self.annotations = None
             return self.attrs[name]
         if name == "__dict__":
-            return self._dict()
+            return self._dict(tx)
         if self.func_dict is not None and name in self.func_dict.items:
             return self.func_dict.items[name]
         if name.startswith("__") and name.endswith("__"):
@@ -321,6 +321,10 @@ class NestedFunctionVariable(BaseFunctionVariable):
     def store_attr(self, tx, name, value) -> None:
         from .containers import DictVariable
 
+        tx.output.side_effects.mutate(self)  # the function's scope decides, wherever its __dict__ was made
+        if not (name.startswith("__") and name.endswith("__")) or name == "__wrapped__":
+            self._dict(tx).call_method(tx, "__setitem__", [ConstantVariable(name), value], {})
+            return
         if name in ("__name__", "__qualname__"):
             if not (value.is_python_constant() and isinstance(value.as_python_constant(), str)):
                 tx.raise_user_error(TypeError(f"{name} must be set to a string object"))
@@ -332,15 +336,14 @@ class NestedFunctionVariable(BaseFunctionVariable):
                 tx.raise_user_error(TypeError("__annotations__ must be set to a dict object"))
             self.attrs[name] = value
             self.annotations = None
-        elif name.startswith("__") and name.endswith("__") and name != "__wrapped__":
-            super().store_attr(tx, name, value)  # __dict__, __defaults__, __code__, ...: graph break
         else:
-            self._dict().call_method(tx, "__setitem__", [ConstantVariable(name), value], {})
+            super().store_attr(tx, name, value)  # __dict__, __defaults__, __code__, ...: graph break
 
-    def _dict(self):
+    def _dict(self, tx):
         from .containers import DictVariable
 
         if self.func_dict is None:
+            tx.output.side_effects.touch(self)
             self.func_dict = DictVariable({})
         return self.func_dict
 

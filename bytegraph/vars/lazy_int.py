@@ -51,6 +51,7 @@ class UnpinnedIntVariable(VariableTracker):
         """Install the value guards this value depends on (once)."""
         if self.pinned:
             return
+        self.output.side_effects.touch(self)
         self.pinned = True
         if self.source is not None:
             self.output.add_guard(Guard(GuardKind.CONSTANT_MATCH, self.source, self.value, _location(self.output)))

@@ -55,7 +55,7 @@ from .tensor import TensorVariable
 def _next_alias(tx) -> int:
     """A fresh alias number for this capture (names stay small and stable across runs)."""
     output = tx.output
-    index = getattr(output, "nn_module_aliases", 0)
+    index = output.nn_module_aliases
     output.nn_module_aliases = index + 1
     return index
 
@@ -404,6 +404,7 @@ class NNModuleVariable(UserObjectVariable):
         if present:
             return True  # the generic path reads, and so guards, every dict it uses
         if not self.call_checked:
+            tx.output.side_effects.touch(self)
             self.call_checked = True
             tx.output.add_guard(Guard(GuardKind.CONSTANT_MATCH, _Expr(
                 _NO_HOOKS, (self.dict_src,), f"hooks of {self.source.describe()}"), None, tx.guard_location()))

@@ -263,6 +263,7 @@ class UserObjectVariable(VariableTracker):
         return self.attrs[name] is not _DELETED
 
     def _write(self, tx, name, value) -> None:
+        tx.output.side_effects.mutate(self)  # Note [Mutation barrier]; replayed if sourced
         if self.attrs is None:
             self.attrs = {}
         if self.attrs.get(name) is _DELETED and value is not _DELETED:
@@ -272,8 +273,6 @@ class UserObjectVariable(VariableTracker):
             if self.source is not None and name in self.value.__dict__:
                 self.attrs[(DELETE_FIRST, name)] = _DELETED
         self.attrs[name] = value
-        if self.source is not None:
-            tx.output.side_effects.note_attr_write(self)
 
     def _check_writable(self, tx, name: str, what: str, descriptor) -> None:
         cls = type(self.value)

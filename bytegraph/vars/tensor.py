@@ -177,6 +177,18 @@ class TensorVariable(VariableTracker):
     def as_fx_arg(self, tx):
         return self.node
 
+    # An in-place op (`x.unsqueeze_(0)`) changes the fake example's metadata: the barrier
+    # (OutputGraph._before_inplace) saves it, a restore puts it back on the same fake.
+    def _save_state(self):
+        e = self.example
+        return tuple(e.size()), e.stride(), e.storage_offset()
+
+    def _restore_state(self, state) -> None:
+        e = self.example
+        if (tuple(e.size()), e.stride(), e.storage_offset()) != state:
+            with torch.no_grad():
+                e.as_strided_(*state)
+
 
 _BOUND_TENSOR_METHOD = type(torch.empty(0).add)
 

@@ -93,6 +93,7 @@ class GradModeVariable(VariableTracker):
         return WithExitVariable(self), self.enter(tx)
 
     def enter(self, tx) -> VariableTracker:
+        tx.output.side_effects.touch(self)
         self.prior = tx.output.grad_enabled if not self.switch_on_init else self.prior
         tx.output.set_grad_enabled(self.target)
         return ConstantVariable(None)
