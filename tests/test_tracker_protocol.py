@@ -24,10 +24,7 @@ from tests.helpers import check
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "bytegraph"
 LAYERS_ASKING_TRACKERS = ("graph", "translate")
 # file name -> reason; every entry is a known debt
-ALLOWED: dict[str, str] = {
-    "output_graph.py": "being rewritten by the mutation-barrier branch; `_to_fx` moves to `as_fx_arg` after it",
-    "side_effects.py": "being rewritten by the mutation-barrier branch; replay records follow it",
-}
+ALLOWED: dict[str, str] = {}
 
 
 def _class_names(node: ast.expr):

@@ -205,3 +205,13 @@ class PyCodegen:
     def call_and_pop_2(self) -> None:
         self.call_and_pop(2)
 
+    def helper_effect(self, helper, source, push_new) -> tuple:
+        """The replay record `helper(<source>, <new>)` (Note [Replay records]): `push_new`
+        pushes the new state."""
+        def push():
+            self.push_null()
+            self.load_const(helper)
+            source.reconstruct(self)
+            push_new()
+        return push, self.call_and_pop_2
+

@@ -44,6 +44,16 @@ import types
 # only by `SideEffects.scope()`), so creating a tracker costs one global read.
 _current_scope = 0
 
+# Note [Replay records]
+# A mutable kind replays its own writes (graph/side_effects.py, Note [Side-effect replay]):
+# `replay_records(cg)` returns the (push operands, store) pairs that put the real object
+# in the tracker's final state, keeping its identity (`src[:] = [...]`, `setattr`, ...);
+# `replayed_values()` are the trackers those stores write (for the graph's outputs). The
+# log replays the kinds in the order of their `replay_phase`, each phase in write order:
+# containers first, then iterators over them (`__setstate__` clamps to the length), then
+# object attributes, the log's own global writes, and closure cells.
+REPLAY_CONTAINER, REPLAY_ITERATOR, REPLAY_OBJECT, REPLAY_GLOBAL, REPLAY_CELL = range(5)
+
 
 def set_current_scope(scope: int) -> int:
     """Make `scope` the one new trackers are created in; returns the previous one."""
@@ -62,6 +72,8 @@ class VariableTracker:
     kept_in_block = False
     #: whether rebuilding one made during tracing makes a new object (see `built_once`)
     rebuilt_as_new_object = False
+    #: when the side-effect replay writes a mutated one (Note [Replay records])
+    replay_phase = REPLAY_CONTAINER
 
     def __init__(self, source=None):
         self.source = source
@@ -164,6 +176,10 @@ class VariableTracker:
             tx.unsupported(f"using {self.describe()} as a dict key", category="unsupported dict key")
         return self.as_python_constant()
 
+    def sequence_items(self):
+        """The items of a tuple or list tracker (`out=(a, b)` of an op), None for other kinds."""
+        return None
+
     def as_kwargs(self, tx) -> dict:
         """`**value` in a call: {name: tracker}."""
         tx.unsupported(f"** unpacking of {self.describe()}", category="unsupported call")
@@ -195,6 +211,15 @@ class VariableTracker:
         """Whether residual code builds this value once into a temporary, so that aliasing
         survives: values made during tracing whose rebuild makes a new object."""
         return self.rebuilt_as_new_object and self.source is None
+
+    def replay_records(self, cg) -> list:
+        """The (push operands, store) pairs replaying this pre-existing value's writes
+        (Note [Replay records]); only kinds the side-effect log records define them."""
+        raise AssertionError(f"cannot replay a mutation of {self!r}")
+
+    def replayed_values(self):
+        """The trackers the replay of this value's writes stores (Note [Replay records])."""
+        return (self,)
 
     def compiled_callee(self, tx):
         """How a graph-broken call to this value runs compiled by bytegraph: (a user

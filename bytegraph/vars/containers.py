@@ -27,6 +27,18 @@ def _check_mutable(tx, vt, name: str) -> None:
     tx.output.side_effects.mutate(vt)
 
 
+def _replace_dict(d, new):
+    """Residual helper: replay of a dict's writes, keeping its identity."""
+    d.clear()
+    d.update(new)
+
+
+def _replace_set(s, new):
+    """Residual helper: replay of a set's writes, keeping its identity."""
+    s.clear()
+    s.update(new)
+
+
 class BaseListVariable(VariableTracker):
     """Shared behaviour of tuple-like and list-like trackers (`items` is a Python list)."""
 
@@ -70,6 +82,9 @@ class BaseListVariable(VariableTracker):
         return hasattr(self.python_type(), name)
 
     def children(self):
+        return self.items
+
+    def sequence_items(self):
         return self.items
 
     def as_fx_arg(self, tx):
@@ -209,6 +224,13 @@ class ListVariable(BaseListVariable):
 
     def python_type(self) -> type:
         return list
+
+    def replay_records(self, cg) -> list:
+        def push():  # src[:] = [items...]
+            cg.reconstruct_items(self.items, "BUILD_LIST")
+            self.source.reconstruct(cg)
+            cg.load_const(slice(None))
+        return [(push, cg.store_subscr)]
 
     def call_method(self, tx, name, args, kwargs):
         if name in _LIST_MUTATORS:
@@ -356,6 +378,14 @@ class DictVariable(VariableTracker):
 
     def as_kwargs(self, tx) -> dict:
         return dict(self.items)
+
+    def replay_records(self, cg) -> list:
+        def push_new():
+            for k, v in self.items.items():
+                cg.load_const(k)
+                cg.reconstruct(v)
+            cg.build("BUILD_MAP", len(self.items))
+        return [cg.helper_effect(_replace_dict, self.source, push_new)]
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if callable(getattr(self.dict_type, name, None)):
@@ -545,6 +575,9 @@ class SetVariable(VariableTracker):
 
     def reverse_iterate(self, tx):
         tx.raise_user_error(TypeError(f"{self.describe()} is not reversible"))
+
+    def replay_records(self, cg) -> list:
+        return [cg.helper_effect(_replace_set, self.source, lambda: cg.load_const(tuple(self.items)))]
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if callable(getattr(set, name, None)):

@@ -15,8 +15,8 @@ import inspect
 import types
 
 from ..guards.guard import Guard, GuardKind
-from ..guards.sources import AttrSource, CellContentsSource, DefaultSource, DefaultsSource, ObjectSource
-from .base import VariableTracker
+from ..guards.sources import AttrSource, CellContentsSource, ClosureSource, DefaultSource, DefaultsSource, ObjectSource
+from .base import REPLAY_CELL, VariableTracker
 from .constant import ConstantVariable
 from .registry import guard, register
 
@@ -33,6 +33,7 @@ class CellVariable(VariableTracker):
 
     __slots__ = ("_contents", "name", "_pending")
     rebuilt_as_new_object = True
+    replay_phase = REPLAY_CELL
 
     def __init__(self, name: str, contents=None, source=None, pending=None):
         super().__init__(source)
@@ -71,6 +72,27 @@ class CellVariable(VariableTracker):
     def children(self):
         known = self.known_contents()
         return (known,) if known is not None else ()
+
+    def replay_records(self, cg) -> list:
+        """Write the real cell (the root frame's free variable, or a cell reached through a
+        function or held in a local); an emptied cell is deleted."""
+        src = self.source
+        contents = self.contents
+        if isinstance(src, ClosureSource):  # the root frame's own free variable
+            if contents is None:
+                return [((lambda: None), (lambda: cg.delete_deref(src.var_name)))]
+            return [((lambda: cg.reconstruct(contents)), (lambda: cg.store_deref(src.var_name)))]
+
+        def push():
+            if contents is not None:
+                cg.reconstruct(contents)
+            src.cell().reconstruct(cg)
+        if contents is None:
+            return [(push, lambda: cg.delete_attr("cell_contents"))]
+        return [(push, lambda: cg.store_attr("cell_contents"))]
+
+    def replayed_values(self):
+        return (self.contents,) if self.contents is not None else ()
 
     def python_type(self) -> type:
         return types.CellType

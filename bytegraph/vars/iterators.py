@@ -25,7 +25,7 @@ of what it walks and a position, never a copy of the items. `map`, `zip` and
 """
 from __future__ import annotations
 
-from .base import VariableTracker
+from .base import REPLAY_ITERATOR, VariableTracker
 from .constant import ConstantVariable
 from .containers import BaseListVariable, DictVariable, ListVariable, TupleVariable, _check_mutable
 
@@ -33,6 +33,7 @@ from .containers import BaseListVariable, DictVariable, ListVariable, TupleVaria
 class IteratorVariable(VariableTracker):
     __slots__ = ()
     kept_in_block = True  # a for-loop's iterator
+    replay_phase = REPLAY_ITERATOR
 
     def python_type(self) -> type:
         return type(iter([]))
@@ -92,6 +93,9 @@ class SequenceIteratorVariable(IteratorVariable):
 
     def children(self):
         return (self.seq,)  # rebuilt over the whole sequence
+
+    def replay_records(self, cg) -> list:
+        return [cg.helper_effect(set_iterator_state, self.source, lambda: cg.load_const(self.index))]
 
     def _items(self) -> list:
         return self.seq.items if self._const_items is None else self._const_items
@@ -234,12 +238,13 @@ class HashedIteratorVariable(IteratorVariable):
             return [k for k, _ in remaining] == keys
         return len(remaining) == len(keys) if self.kind == "values" else list(remaining) == keys
 
-    def replay_steps(self, cg):
-        """How far the trace advanced the real iterator (None: to its end), for the replay."""
+    def replay_records(self, cg) -> list:
+        """Advance the real iterator as far as the trace did (None: to its end)."""
         if self.container.source is not None and cg.tx.output.side_effects.is_mutated(self.container):
             cg.tx.unsupported(f"advancing a real iterator of {self.container.describe()} that this graph "
                               "also changed", category="side effect")
-        return None if self.index is None else self.index - self.start
+        steps = None if self.index is None else self.index - self.start
+        return [cg.helper_effect(advance_iterator, self.source, lambda: cg.load_const(steps))]
 
     def reconstruct(self, cg) -> None:
         if self.source is not None:

@@ -26,7 +26,7 @@ import torch
 
 from ..guards.guard import GuardKind
 from ..guards.sources import AttrSource
-from .base import CallableValueVariable, VariableTracker
+from .base import REPLAY_OBJECT, CallableValueVariable, VariableTracker
 from .classes import MISSING, bind_class_attribute, call_property, class_lookup, is_data_descriptor, \
     wrap_attribute
 from .constant import ConstantVariable
@@ -161,6 +161,7 @@ class UserObjectVariable(VariableTracker):
 
     __slots__ = ("value", "attrs")
     rebuilt_as_new_object = True
+    replay_phase = REPLAY_OBJECT
 
     def __init__(self, value, source=None):
         super().__init__(source)
@@ -325,9 +326,28 @@ class UserObjectVariable(VariableTracker):
     def children(self):
         return [item for item in (self.attrs or {}).values() if item is not _DELETED]
 
+    def replay_records(self, cg) -> list:
+        """`setattr`/`delattr` per pending attribute write, in write order."""
+        return [_attr_record(cg, self.source, name, value) for name, value in self.attrs.items()]
+
+    def replayed_values(self):
+        return [v for v in self.attrs.values() if v is not _DELETED]
+
     def describe(self) -> str:
         what = self.source.describe() if self.source is not None else "object"
         return f"{what} of type {type(self.value).__qualname__}"
+
+
+def _attr_record(cg, source, name, value) -> tuple:
+    if isinstance(name, tuple):  # (DELETE_FIRST, name): a delete before re-adding `name`
+        name = name[1]
+    if value is _DELETED:
+        return (lambda: source.reconstruct(cg)), (lambda: cg.delete_attr(name))
+
+    def push():
+        cg.reconstruct(value)
+        source.reconstruct(cg)
+    return push, (lambda: cg.store_attr(name))
 
 
 class NewObjectVariable(UserObjectVariable):

@@ -175,7 +175,10 @@ class TensorVariable(VariableTracker):
         return hasattr(self.example, name)
 
     def as_fx_arg(self, tx):
-        return self.node
+        node = self.node
+        if node.graph is not tx.output.graph:  # a value of an enclosing graph used in a subgraph
+            return tx.output.lift(node)
+        return node
 
     # An in-place op (`x.unsqueeze_(0)`) changes the fake example's metadata: the barrier
     # (OutputGraph._before_inplace) saves it, a restore puts it back on the same fake.
