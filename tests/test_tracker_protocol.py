@@ -14,7 +14,6 @@ import torch
 import bytegraph
 
 from bytegraph.guards.guard import GuardKind
-from bytegraph.guards.sources import AttrSource
 from bytegraph.vars import registry
 from bytegraph.vars.base import VariableTracker
 from bytegraph.vars.constant import ConstantVariable

@@ -14,20 +14,23 @@ Every in-place change of a tracker's state goes through the mutation barrier
 its state (`_save_state`) for a later `restore` of a checkpoint.
 
 Note [Tracker protocol]: behaviour lives on the value's kind, as CPython's type slots.
-Builtins, opcode handlers, the residual codegen and the capture ask the tracker through
-the methods below and never test its concrete class, so a new kind of value is one module
-(its tracker overrides the slots it models, and registers its builder by type):
-- object-protocol slots: `len_impl`, `contains_impl`, `getitem_impl`, `setitem_impl`, `iterate` (`iter`),
-  `reverse_iterate` (`reversed`), `truth` (`bool`), `hasattr_impl`, `key_impl` (hash and
-  equality as a dict key or set member), `unpack` (the items, for unpacking), `next_item`
-  (`next` of an iterator), `as_kwargs` (`**` unpacking), `enter_with` (`with`), `is_none`;
-  their defaults are CPython's generic fallbacks (fold on Python constants, the value's
-  `__len__`/`__getitem__` method, a scan of the items) or a graph break naming the construct
-  (`vars/object_protocol.py`);
-- structure: `children()` (the trackers it holds, for graph outputs and replay), `is_tensor`,
-  `kept_in_block` (a `try`/`with` stack slot that resume functions take over);
+Builtins, opcode handlers, the output graph, the residual codegen and the capture ask the
+tracker through the methods below and never test its concrete class, so a new kind of
+value is one module (its tracker overrides the slots it models, and registers its builder
+by type):
+- object-protocol slots: `len_impl`, `contains_impl`, `getitem_impl`, `setitem_impl`,
+  `iterate` (`iter`), `reverse_iterate` (`reversed`), `next_item` (`next`), `truth`
+  (`bool`), `hasattr_impl`, `key_impl` (hash and equality as a dict key or set member),
+  `unpack` (the items, for unpacking), `as_kwargs` (`**` unpacking), `enter_with`
+  (`with`), `is_none`; their defaults are CPython's generic fallbacks (fold on Python
+  constants, the value's `__len__`/`__getitem__` method, a scan of the items, in
+  `vars/object_protocol.py`) or a graph break naming the construct;
+- structure: `children()` (the trackers it holds), `sequence_items()`, the kind flags
+  `is_tensor` and `kept_in_block` (a `try`/`with` stack slot that resume functions take over);
 - residual code: `reconstruct(cg)`, `built_once()` (rebuilt into a temporary once),
-  `compiled_callee(tx)` (how a graph-broken call to it runs: compiled by bytegraph);
+  `compiled_callee(tx)` (how a graph-broken call to it runs compiled by bytegraph),
+  `inlined_function()`; replay of its writes: `replay_records(cg)`, `replayed_values()`,
+  `replay_phase` (Note [Replay records]);
 - FX: `as_fx_arg(tx)`.
 """
 from __future__ import annotations
