@@ -14,7 +14,7 @@ and fewer to run per call. The locals serve only the graph call's arguments.
 """
 from __future__ import annotations
 
-from bytecode import Instr
+from bytecode import Instr, Label
 from bytecode.instr import CellVar, FreeVar
 
 GRAPH_OUT = "__bg_graph_out"
@@ -31,6 +31,28 @@ class PyCodegen:
         self.graph_module = None
         self.tempvars: dict = {}  # id(tracker made during tracing) -> local holding its real value
         self.source_locals: dict = {}  # Source -> local holding its value, while the graph's inputs load
+        self.unbinds: list = []  # (Label, names kept) of `unbind_locals_except`
+
+    def unbind_locals_except(self, keep) -> None:
+        """Here, unbind every local that the code before this point stored, except `keep`
+        (the user's locals): user code that runs on in the frame must not see the residual
+        code's temporaries. Expanded by `finish`, as the graph call is emitted last."""
+        label = Label()
+        self.instructions.append(label)
+        self.unbinds.append((label, keep))
+
+    def finish(self) -> list:
+        """The instructions to assemble, with `unbind_locals_except` expanded (each name
+        stored None first: a DELETE_FAST of an unbound local would raise)."""
+        out = self.instructions
+        for label, keep in self.unbinds:
+            at = out.index(label)
+            stored = (i.arg for i in out[:at] if isinstance(i, Instr) and i.name == "STORE_FAST")
+            unbind = []
+            for name in dict.fromkeys(n for n in stored if n not in keep):
+                unbind += [Instr("LOAD_CONST", None), Instr("STORE_FAST", name), Instr("DELETE_FAST", name)]
+            out = [*out[:at], *unbind, *out[at:]]
+        return out
 
     def _emit(self, opname: str, arg=_NO_ARG) -> None:
         if arg is _NO_ARG:

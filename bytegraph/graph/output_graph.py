@@ -241,9 +241,6 @@ class OutputGraph:
                 result = getattr(args[0], target)(*args[1:], **kwargs)
             else:
                 result = target(*args, **kwargs)
-            if key is not None:
-                fake_memo.remember(key, args, kwargs, result)
-            return result
         except _DATA_DEPENDENT_ERRORS as e:
             tx.unsupported(f"{_op_name(kind, target)} has an output that depends on tensor data ({type(e).__name__})",
                            category="data-dependent")
@@ -251,6 +248,9 @@ class OutputGraph:
             tx.unsupported(f"{_op_name(kind, target)} has no fake-tensor kernel ({e})", category="unsupported op")
         except Exception as e:  # the user's program raises here (bad shapes, bad arguments)
             tx.raise_user_error(e)
+        if key is not None:  # outside the `try`: an error here is bytegraph's, not the user's
+            fake_memo.remember(key, args, kwargs, result)
+        return result
 
 
     def _before_inplace(self, args, kwargs) -> None:

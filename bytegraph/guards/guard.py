@@ -21,6 +21,7 @@ class GuardKind(enum.Enum):
     LEN_MATCH = "length"
     DICT_KEYS = "dict keys"
     NOT_PRESENT = "absent"
+    PRESENT = "present"
     GRAD_MODE = "grad mode"
     NO_ALIASING = "no aliasing"
     SAME_OBJECT = "same object"  # expected: another Source that must be the same object
@@ -84,6 +85,8 @@ class Guard:
             return f"list({s}) == {bind(list(self.expected))}"
         if k is GuardKind.NOT_PRESENT:
             return f"{self.expected!r} not in {s}"
+        if k is GuardKind.PRESENT:
+            return f"{self.expected!r} in {s}"
         if k is GuardKind.GRAD_MODE:
             return f"{bind(_grad_enabled())}() is {self.expected!r}"
         if k is GuardKind.NO_ALIASING:
@@ -117,6 +120,8 @@ class Guard:
             return f"keys of {what} == {list(self.expected)!r}"
         if k is GuardKind.NOT_PRESENT:
             return f"{self.expected!r} is not defined in {what}"
+        if k is GuardKind.PRESENT:
+            return f"{self.expected!r} is defined in {what}"
         if k is GuardKind.GRAD_MODE:
             return f"torch.is_grad_enabled() is {self.expected}"
         if k is GuardKind.NO_ALIASING:

@@ -320,7 +320,8 @@ def global_source(globals_source: Source, name: str) -> Source:
 
 
 OBJECT_REFS: dict[str, object] = {}
-"""Objects named by `ObjectSource`s, by the name guards use for them (strong refs)."""
+"""Objects named by `ObjectSource`s, by the name guards use for them, from their creation
+until the guards of the capture that made them are compiled (the runtime then drops them)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -13,6 +13,7 @@ import functools
 import inspect
 import logging
 import traceback
+import threading
 import types
 import warnings
 import weakref
@@ -35,8 +36,46 @@ class _Missing:
 
 
 _MISSING = _Missing()
-_callees: dict = {}  # (function, id(backend)) -> compiled wrapper, for residual calls
+# Note [Compile lock]
+# Tracing uses process-wide state (fake-tensor memo, resume and continuation caches, break
+# markers), so misses of all compiled functions are serialized by one lock; it is
+# re-entrant because compiling can create wrappers (`compile_callee`). Only misses take it:
+# the wrapper's per-call path (its guards and entries) never does.
+COMPILE_LOCK = threading.RLock()
+# (id(function), id(backend)) -> the compiled wrapper residual code calls for it (a resume
+# function, a graph-broken callee); owned by the `callees` of the compiled functions whose
+# residual code calls it, so a wrapper (and the function it keeps) lives only as long as a
+# caller does.
+_callees: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
 LISTENERS: list = []  # callables (compiled_function, entry, graph_break | None) told of each new entry
+
+
+# Note [Residual constants]
+# Code objects are not tracked by the garbage collector, so a reference cycle through a
+# code object's constants is never collected: residual code must not hold, as a constant,
+# anything that leads back to its own compiled function (whose entries hold the code).
+# What it calls to get a callee's wrapper is a `_CalleeCompiler`, which holds the
+# compiled function weakly (the residual code only runs from its wrapper, which keeps the
+# compiled function alive); the wrappers it returns are owned by `CompiledFunction.callees`.
+
+
+class _CalleeCompiler:
+    """`compile_callee` of one compiled function, without keeping it alive. Residual code
+    calls it while it runs, after the graph and the replay of side effects: a failure
+    there (a bytegraph bug) must not reach the user, so the callee then runs uncompiled."""
+
+    __slots__ = ("compiled",)
+
+    def __init__(self, compiled: "CompiledFunction"):
+        self.compiled = weakref.ref(compiled)
+
+    def __call__(self, fn: types.FunctionType):
+        try:
+            return self.compiled().compile_callee(fn)
+        except Exception as e:  # logged, never hidden: the callee is correct uncompiled
+            logger("graph_breaks").warning("bytegraph internal error while compiling %s; it runs eagerly:\n%s",
+                                           fn.__qualname__, "".join(traceback.format_exception(e)))
+            return fn
 
 
 class CacheEntry:
@@ -62,6 +101,8 @@ class CompiledFunction:
         self.argnames = argument_names(self.code)
         self.entries: list[CacheEntry] = []
         self.limit_warned = False
+        self.callees: dict = {}  # the wrappers `compile_callee` gave this function's residual code
+        self.callee_compiler = _CalleeCompiler(self)
         self.namespace: dict = {"__bg_miss": self.miss, "__bg_fn": fn, "__bg_missing": _MISSING,
                                 "__builtins__": __builtins__}
         self.wrapper = self._make_wrapper()
@@ -109,26 +150,28 @@ class CompiledFunction:
             forward.append("**" + names[index])
         return ", ".join(params), fill, ", ".join(names), ", ".join(forward)
 
-    def _wrapper_source(self) -> str:
+    def _wrapper_source(self, entries: list) -> str:
         params, fill, values, forward = self._signature_text()
         lines = [f"def __bg_wrapper({params}):", *fill]
-        for i in range(len(self.entries)):
+        for i in range(len(entries)):
             lines.append(f"    if __bg_g{i}({values}): return __bg_f{i}({forward})")
-        lines.append(f"    return __bg_miss({values})({forward})")
+        lines.append(f"    return __bg_miss({len(entries)}, {values})({forward})")
         return "\n".join(lines) + "\n"
 
-    def _compile_wrapper_code(self) -> types.CodeType:
-        for i, entry in enumerate(self.entries):
+    def _compile_wrapper_code(self, entries: list) -> types.CodeType:
+        """The wrapper's code trying `entries` in order (their functions are put in the
+        namespace; entries already installed keep their names, so running code stays valid)."""
+        for i, entry in enumerate(entries):
             self.namespace[f"__bg_g{i}"] = entry.guards.fn
             self.namespace[f"__bg_f{i}"] = entry.fn
         scope: dict = {}
-        exec(compile(self._wrapper_source(), f"<bytegraph wrapper of {self.code.co_qualname}>", "exec"),
+        exec(compile(self._wrapper_source(entries), f"<bytegraph wrapper of {self.code.co_qualname}>", "exec"),
              self.namespace, scope)
         return scope["__bg_wrapper"].__code__.replace(co_name=self.code.co_name,
                                                       co_qualname=self.code.co_qualname)
 
     def _make_wrapper(self) -> types.FunctionType:
-        code = self._compile_wrapper_code()
+        code = self._compile_wrapper_code([])
         ndefaults = len(self.fn.__defaults__ or ())
         wrapper = types.FunctionType(code, self.namespace, self.code.co_name,
                                      (_MISSING,) * ndefaults if ndefaults else None)
@@ -141,24 +184,43 @@ class CompiledFunction:
     def compile_callee(self, fn: types.FunctionType):
         """The bytegraph wrapper (same backend) for a callee or resume function that the
         residual code of a graph break calls."""
-        key = (fn, id(self.backend))
-        wrapper = _callees.get(key)
+        key = (id(fn), id(self.backend))  # the wrapper keeps `fn` alive: the id stays its own
+        wrapper = self.callees.get(key)
         if wrapper is None:
-            wrapper = CompiledFunction(fn, self.backend, False).wrapper
-            _callees[key] = wrapper
+            with COMPILE_LOCK:
+                wrapper = _callees.get(key)
+                if wrapper is None:
+                    wrapper = _callees[key] = CompiledFunction(fn, self.backend, False).wrapper
+                self.callees[key] = wrapper
         return wrapper
 
-    def _refresh(self) -> None:
-        self.wrapper.__code__ = self._compile_wrapper_code()
-
     def reset(self) -> None:
-        self.entries.clear()
-        self.limit_warned = False
-        self._refresh()
+        with COMPILE_LOCK:
+            stale = len(self.entries)
+            self.entries = []
+            self.callees = {}
+            self.limit_warned = False
+            self.wrapper.__code__ = self._compile_wrapper_code([])
+            for i in range(stale):  # drop the old entries (and through them their graphs' globals)
+                del self.namespace[f"__bg_g{i}"], self.namespace[f"__bg_f{i}"]
 
     # ---- misses ---------------------------------------------------------------------
-    def miss(self, *values):
-        """Called by the wrapper when no entry's guards hold: returns the function to run."""
+    def miss(self, checked: int, *values):
+        """Called by the wrapper when none of its first `checked` entries' guards hold:
+        returns the function to run. Misses are serialized (`COMPILE_LOCK`), so two
+        threads missing at once compile once: the second finds the first one's entry."""
+        with COMPILE_LOCK:
+            for entry in self.entries[checked:]:
+                if entry.guards.fn(*values):
+                    return entry.fn
+            named = set(OBJECT_REFS)
+            try:
+                return self._capture(values)
+            finally:  # the compiled guards keep what they name; the registry lets it go
+                for name in OBJECT_REFS.keys() - named:
+                    del OBJECT_REFS[name]
+
+    def _capture(self, values):
         if self.entries:
             reason = self._miss_reason(values)
             if len(self.entries) >= config.cache_size_limit:
@@ -168,29 +230,25 @@ class CompiledFunction:
                                   f"{self.code.co_firstlineno}) hit config.cache_size_limit="
                                   f"{config.cache_size_limit}; running it eagerly from now on when no "
                                   f"compiled entry matches. Last failing guard: {reason}",
-                                  RecompileLimitWarning, stacklevel=3)
+                                  RecompileLimitWarning, stacklevel=4)
                 return self.fn
             logger("recompiles").debug("recompiling %s: %s", self.code.co_qualname, reason)
         try:
-            result = capture(self.fn, values, self.backend, self.fullgraph, self.compile_callee)
+            result = capture(self.fn, values, self.backend, self.fullgraph, self.callee_compiler)
+            guards = self._compile_guards(result.guards)
         except GraphBreak as e:
             if self.fullgraph:
                 raise e.to_unsupported() from None
-            return self._fallback(values, f"{e.location}: {e.reason}", e)
+            return self._fallback(f"{e.location}: {e.reason}", e)
         except UserCodeRaisesError as e:
             logger("graph_breaks").debug("tracing %s shows it raises (%s); running it eagerly so the "
                                          "exception reaches the caller", self.code.co_qualname, e)
             return self.fn
-        except InternalTracerError as e:  # a tracer bug: never the user's problem; run eagerly, say why
-            logger("graph_breaks").warning("bytegraph internal error while tracing %s; running it eagerly:\n%s",
-                                           self.code.co_qualname, "".join(traceback.format_exception(e.cause)))
-            if self.fullgraph:
-                raise Unsupported(f"bytegraph internal error while tracing {self.code.co_qualname}: {e}",
-                                  f"{self.code.co_filename}:{self.code.co_firstlineno}",
-                                  "this is a bytegraph bug; please report it") from e
-            return self._fallback(values, f"internal error: {e}", e)
-        entry = CacheEntry(self._compile_guards(result.guards), result.fn, "compiled", result.graph_module,
-                           result.graph_name, result.seconds)
+        except InternalTracerError as e:
+            self._internal_error(e, "tracing")
+            return self._fallback(f"internal error: {e}", e)
+        entry = CacheEntry(guards, result.fn, "compiled", result.graph_module,
+                           result.graph[0] if result.graph else None, result.seconds)
         if result.graph_break is not None:
             brk = result.graph_break
             entry.reason = f"graph break at {brk.location}: {brk.reason}"
@@ -198,25 +256,54 @@ class CompiledFunction:
                                          brk.location, brk.category, brk.reason,
                                          f" (hint: {brk.hint})" if brk.hint else "")
         self._log_capture(entry)
-        self._add_entry(entry, result.graph_break)
-        return entry.fn
+        return self._add_entry(entry, result.graph_break, result.graph)
 
-    def _fallback(self, values, reason: str, failure):
+    def _internal_error(self, e: InternalTracerError, step: str) -> None:
+        """A bytegraph bug: never the user's problem. Logged with its traceback; under
+        `fullgraph=True` the user gets `Unsupported` naming it, else the frame runs eagerly."""
+        logger("graph_breaks").warning("bytegraph internal error while %s %s; running it eagerly:\n%s", step,
+                                       self.code.co_qualname, "".join(traceback.format_exception(e.cause)))
+        if self.fullgraph:
+            raise Unsupported(f"bytegraph internal error while {step} {self.code.co_qualname}: {e}",
+                              f"{self.code.co_filename}:{self.code.co_firstlineno}",
+                              "this is a bytegraph bug; please report it") from e
+
+    def _fallback(self, reason: str, failure):
         """Run the frame eagerly, cached under the guards the failed trace had collected."""
         logger("graph_breaks").debug("running %s eagerly: %s", self.code.co_qualname, reason)
-        entry = CacheEntry(self._compile_guards(failure.guards), self.fn, "eager", reason=reason)
-        self._add_entry(entry, failure if isinstance(failure, GraphBreak) else None)
-        return self.fn
+        try:
+            guards = self._compile_guards(failure.guards)
+        except InternalTracerError as e:  # not cached: the next call tries again
+            self._internal_error(e, "compiling the guards of an eager entry for")
+            return self.fn
+        entry = CacheEntry(guards, self.fn, "eager", reason=reason)
+        return self._add_entry(entry, failure if isinstance(failure, GraphBreak) else None, None)
 
     def _compile_guards(self, guards: list) -> CompiledGuards:
-        return CompiledGuards(guards, self.argnames, self.fn.__globals__, self.fn.__closure__)
+        try:
+            return CompiledGuards(guards, self.argnames, self.fn.__globals__, self.fn.__closure__)
+        except Exception as e:  # a bytegraph bug, reported like one of the tracer
+            raise InternalTracerError(e, guards) from e
 
-    def _add_entry(self, entry: CacheEntry, graph_break) -> None:
-        """Install `entry` in the wrapper and tell the listeners (explain)."""
-        self.entries.append(entry)
-        self._refresh()
+    def _add_entry(self, entry: CacheEntry, graph_break, graph) -> types.FunctionType:
+        """Install `entry` (and its compiled `graph`: (global name, callable)) in the wrapper,
+        all or nothing, tell the listeners (explain) and return the function to run now."""
+        entries = [*self.entries, entry]
+        try:
+            code = self._compile_wrapper_code(entries)
+        except Exception as e:  # a bytegraph bug: nothing was installed, this call runs eagerly
+            self._internal_error(InternalTracerError(e, None), "installing the cache entry of")
+            return self.fn
+        if graph is not None:
+            name, compiled = graph
+            f_globals = self.fn.__globals__
+            f_globals[name] = compiled
+            weakref.finalize(entry.fn, f_globals.pop, name, None).atexit = False  # no entry runs it any more
+        self.entries = entries
+        self.wrapper.__code__ = code
         for listener in LISTENERS:
             listener(self, entry, graph_break)
+        return entry.fn
 
     def _miss_reason(self, values) -> str:
         failure = self.entries[-1].guards.first_failure(values)
@@ -261,7 +348,7 @@ class RecompileLimitWarning(UserWarning):
 
 
 def reset_all() -> None:
-    for state in list(_live):
-        state.reset()
-    _callees.clear()
-    OBJECT_REFS.clear()  # compiled guard functions keep the objects they name
+    with COMPILE_LOCK:
+        for state in list(_live):
+            state.reset()
+        _callees.clear()

@@ -30,9 +30,20 @@ and a grad-mode block's exit slot is wrapped back into a `WithExitVariable` by t
 tracer, so the block's end restores the mode inside the next graph. A block kept by
 another context manager (or a break inside an `except` body, whose kept slots hold the
 exception) keeps the body-copy path.
+
+Note [Breaks that read locals]
+A break at a call of `locals()`, `vars()`, `dir()`, or `eval`/`exec` without a locals
+mapping cannot run that call in the residual code, nor resume after it: the frame
+running it holds the residual code's temporaries (`__bg_break_*`, `__bg_tmp_*`, ...) and,
+in a resume function, its `__bg_stack_<k>` parameters, which the call would see. The
+residual code instead unbinds every local the user's code does not have and jumps into a
+copy of the body at the call, so the call and the rest of the frame run eagerly and see
+exactly the user's locals. At a nested break the capture breaks at the outermost call
+site instead (Note [Break markers]), and the callee breaks as a root frame.
 """
 from __future__ import annotations
 
+import builtins
 import types
 
 from bytecode import Instr, Label, TryBegin, TryEnd
@@ -42,7 +53,7 @@ from .._bytecode.instructions import instructions_of
 from ..vars.containers import TupleVariable
 from .continuation import make_continuation, waiting_calls
 from .ops_stack import NULL
-from .resume import body_with_label, make_resume_function, origin, original_instr
+from .resume import body_with_label, jump_into, make_resume_function, origin, original_instr
 
 # opname -> (values popped, values pushed) for instructions that can run eagerly at a break.
 _EFFECTS = {
@@ -115,9 +126,13 @@ def _cell(tx, name: str):
 def live_values(tx, index: int) -> list:
     """(name, tracker) of each local live at instruction `index` and bound, and of each
     cell and free variable (Note [Resumed cells]), sorted by name: what a resume function
-    there takes after the stack."""
+    there takes after the stack.
+
+    Liveness is that of the user's code (`origin`): in a resume function's own code the
+    locals also hold its parameters, which a read of all locals (`vars()`) would count."""
+    code, at = origin(tx.code, index)
     out = []
-    for name in sorted(live_locals(tx.code, index) | set(tx.code.co_freevars)):
+    for name in sorted(live_locals(code, at) | set(code.co_freevars)):
         vt = tx.cells[name] if name in tx.cells else tx.locals.get(name)
         if vt is not None:
             out.append((name, vt))
@@ -150,7 +165,7 @@ def nested_break(frames, fn) -> tuple[list, types.FunctionType] | None:
             calls.append((resume, [vt for vt in kept if vt is not NULL], [vt for _, vt in live]))
         fn = callee
     tx = frames[-1]
-    if (resumable_reason(tx) is not None or handlers(tx.code)[_index(tx)] is not None
+    if (resumable_reason(tx) is not None or handlers(tx.code)[_index(tx)] is not None or _reads_frame_locals(tx)
             or (tx.inst.opname == "STORE_GLOBAL" and tx.f_globals is not frames[0].f_globals)):
         return None
     return calls, fn
@@ -225,10 +240,11 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
                 continue
             cg.load_fast(_local_temp(name))
             cg.store_fast(name)
-        if handler is not None and not _resumes_in_block(stack[:keep], handler.depth):
+        if handler is not None and not _resumes_in_block(stack[:keep], handler.depth) or _reads_frame_locals(tx):
             _push_slots(cg, stack, 0)
-            body, label = body_with_label(code, index)
-            cg.instructions.append(Instr("JUMP_FORWARD", label))
+            _delete_residual_locals(cg, tx)
+            body, label = body_with_label(code, _call_sequence_start(tx.instructions, index))
+            cg.instructions += jump_into(body, label, cg.lineno)
             cg.instructions.extend(body)
             return
     # The slots the instruction consumes are pushed; the others stay in their temporaries
@@ -285,6 +301,47 @@ def _leave_block(cg, block, handler) -> None:
         cg.instructions.append(TryEnd(block[0]))
     for _ in range(handler.depth if handler else 0):
         cg.pop_top()
+
+
+# Builtins that read the calling frame's locals as a dict when called with fewer positional
+# arguments than this (`vars(obj)` does not; `eval(s, g)` reads `g`).
+_FRAME_LOCALS_READERS = ((builtins.locals, 1), (builtins.vars, 1), (builtins.dir, 1),
+                         (builtins.eval, 2), (builtins.exec, 2))
+
+
+def _reads_frame_locals(tx) -> bool:
+    """Whether the breaking instruction calls a builtin that reads the frame's locals
+    (Note [Breaks that read locals])."""
+    slot = _callable_slot(tx.inst, tx.snapshot_stack)
+    callee = None if slot is None else tx.snapshot_stack[slot].fixed_callable()
+    if callee is None:
+        return False
+    limit = next((n for fn, n in _FRAME_LOCALS_READERS if fn is callee), 0)
+    if not limit:
+        return False
+    return tx.inst.opname == "CALL_FUNCTION_EX" or tx.inst.arg < limit  # *args: may be none
+
+
+def _delete_residual_locals(cg, tx) -> None:
+    """Unbind every local of the transformed frame that the user's code does not have (the
+    residual code's temporaries, a resume function's parameters) before user code runs
+    on in it (Note [Breaks that read locals])."""
+    user_code = origin(tx.code, 0)[0]
+    user = set(user_code.co_varnames + user_code.co_cellvars + user_code.co_freevars)
+    for name in tx.code.co_varnames[:tx.code.co_argcount]:
+        if name not in user:
+            cg.instructions.append(Instr("DELETE_FAST", name, lineno=cg.lineno))
+    cg.unbind_locals_except(user)
+
+
+def _call_sequence_start(insts, index: int) -> int:
+    """Where a copy of the body is entered to run instruction `index` eagerly: before the
+    `KW_NAMES` and `PRECALL` of a CALL, which the tracer has consumed (a CALL entered on
+    its own would take its keyword arguments as positional ones)."""
+    if insts[index].opname == "CALL":
+        while insts[index - 1].opname in ("PRECALL", "KW_NAMES"):
+            index -= 1
+    return index
 
 
 def _push_slots(cg, stack: list, start: int) -> None:

@@ -36,7 +36,7 @@ class Capture:
     fn: types.FunctionType           # transformed function, same signature as the original
     guards: list                      # Guard objects, in the order they were installed
     graph_module: torch.fx.GraphModule | None
-    graph_name: str | None
+    graph: tuple | None              # (global name, compiled graph) for the runtime to install
     seconds: float
     graph_break: GraphBreak | None = None  # set when the capture ended at a resumable break
 
@@ -63,11 +63,12 @@ def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = Fa
     start = time.perf_counter()
     log = SpeculationLog()
     while True:
-        output = OutputGraph()
-        output.speculation_log = log
+        output = None
         try:
-            new_fn, graph_module, graph_name, brk = _trace_and_codegen(
-                fn, values, backend, output, fullgraph, compile_fn)
+            output = OutputGraph()
+            output.speculation_log = log
+            new_fn, graph_module, graph, brk = _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn)
+            guards = output.finish_guards()
         except RestartCapture:
             if log.restart():
                 continue
@@ -81,9 +82,8 @@ def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = Fa
         except UserCodeRaisesError:
             raise
         except Exception as e:  # a tracer bug: reported with the guards seen so far
-            raise InternalTracerError(e, output.finish_guards()) from e
-        return Capture(new_fn, output.finish_guards(), graph_module, graph_name,
-                       time.perf_counter() - start, brk)
+            raise InternalTracerError(e, output.finish_guards() if output is not None else []) from e
+        return Capture(new_fn, guards, graph_module, graph, time.perf_counter() - start, brk)
 
 
 def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
@@ -148,14 +148,14 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
             raise brk from None  # a value cannot be rebuilt: capture() restarts at the call site
         # The graph is compiled only now that the residual code is known to be possible.
         residual, cg.instructions = cg.instructions, []
-        graph_name = _emit_graph_call(cg, output, outputs, fn, backend)
+        graph = _emit_graph_call(cg, output, outputs, backend)
         cg.instructions += residual
-        return _transformed_function(cg, fn), cg.graph_module, graph_name, brk
-    graph_name = _emit_graph_call(cg, output, _graph_outputs(cg, output, result), fn, backend)
+        return _transformed_function(cg, fn), cg.graph_module, graph, brk
+    graph = _emit_graph_call(cg, output, _graph_outputs(cg, output, result), backend)
     cg.reconstruct(result)
     output.side_effects.replay(cg)  # Note [Side-effect replay]: after the return value is loaded
     cg.return_value()
-    return _transformed_function(cg, fn), cg.graph_module, graph_name, None
+    return _transformed_function(cg, fn), cg.graph_module, graph, None
 
 
 def _cell_argument(output: OutputGraph, name: str, cell: types.CellType) -> CellVariable:
@@ -172,7 +172,7 @@ def _cell_argument(output: OutputGraph, name: str, cell: types.CellType) -> Cell
 def _transformed_function(cg: PyCodegen, fn: types.FunctionType) -> types.FunctionType:
     """The residual code in `cg` as a function with `fn`'s signature, globals and closure."""
     code = fn.__code__
-    new_code = make_code(cg.instructions, like=code, name=code.co_name, given_handler_depths=True)
+    new_code = make_code(cg.finish(), like=code, name=code.co_name, given_handler_depths=True)
     new_fn = types.FunctionType(new_code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
     new_fn.__kwdefaults__ = fn.__kwdefaults__
     return new_fn
@@ -188,8 +188,10 @@ def _graph_outputs(cg: PyCodegen, output: OutputGraph, result) -> list:
     return outputs
 
 
-def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, fn, backend) -> str | None:
-    """Compile the graph (if it has any op) and emit the call to it; returns its global name."""
+def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend) -> tuple | None:
+    """Compile the graph (if it has any op) and emit the call to it; returns (its global
+    name, the compiled graph). The runtime installs it with the cache entry, so a capture
+    that fails later leaves nothing in the function's globals."""
     graph = output.graph
     has_ops = any(node.op not in ("placeholder",) for node in graph.nodes)
     if not has_ops:
@@ -202,10 +204,9 @@ def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, fn, back
     example_inputs = [real for _, _, real in output.inputs]
     compiled = backend(gm, example_inputs)
     name = f"__bg_graph_{next(_graph_ids)}"
-    fn.__globals__[name] = compiled
     cg.graph_module = gm
     cg.call_graph(name, [src for src, _, _ in output.inputs])
-    return name
+    return name, compiled
 
 
 def _collect_graph_tensors(vt, outputs: list, index: dict, seen: set | None = None) -> None:

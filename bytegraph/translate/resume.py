@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import types
 
-from bytecode import Bytecode, Instr, Label
+from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
 from bytecode.instr import CellVar, FreeVar
 
 from .._bytecode.assemble import make_code, strip_prologue
@@ -70,6 +70,34 @@ def body_with_label(code: types.CodeType, index: int) -> tuple[list, Label]:
     label = Label()
     pos = positions[index - prologue_len]
     return [*body[:pos], label, *body[pos:]], label
+
+
+def jump_into(body: list, label: Label, lineno=None) -> list:
+    """`JUMP_FORWARD label` into `body`. A label inside a `try` region is entered inside
+    the same exception-table entry (Note [Entering a try region]), which covers the jump."""
+    active = None
+    for item in body:
+        if item is label:
+            break
+        if isinstance(item, TryBegin):
+            active = item
+        elif isinstance(item, TryEnd) and item.entry is active:
+            active = None
+    jump = Instr("JUMP_FORWARD", label, lineno=lineno)
+    if active is None:
+        return [jump]
+    begin = TryBegin(active.target, active.push_lasti, active.stack_depth)
+    return [begin, jump, TryEnd(begin)]
+
+
+# Note [Entering a try region]
+# The `bytecode` library computes the stack size by walking the code from its start, and
+# when a `raise` ends a try region it sizes the handler from the smallest stack seen since
+# the region's TryBegin. A jump from generated code into the middle of the region skips
+# that TryBegin, so the smallest size seen is that of the generated code's start (0), less
+# than the handler's depth: the handler's cleanup code then seems to underflow the stack
+# ("Failed to compute stacksize, got negative size"). Entering under a copy of the
+# region's TryBegin starts the count at the jump.
 
 
 def resume_name(code: types.CodeType, index: int) -> str:
@@ -143,7 +171,7 @@ def _build_resume_function(fn, code, index, null_slots, live) -> types.FunctionT
     prologue = []
     for slot, is_null in enumerate(null_slots):
         prologue.append(Instr("PUSH_NULL") if is_null else Instr("LOAD_FAST", stack_arg_name(slot)))
-    prologue.append(Instr("JUMP_FORWARD", label))
+    prologue += jump_into(body, label)
     name = resume_name(code, index)
     like = types.SimpleNamespace(
         co_argcount=len(params), co_posonlyargcount=0, co_kwonlyargcount=0,
@@ -152,7 +180,8 @@ def _build_resume_function(fn, code, index, null_slots, live) -> types.FunctionT
         co_qualname=name, co_firstlineno=code.co_firstlineno, co_consts=(None,))
     new_code = make_code(prologue + body, like=like, given_handler_depths=True)
     new_insts = instructions_of(new_code)
-    first_body = next(i for i, inst in enumerate(new_insts) if inst.opname == "RESUME") + 1 + len(prologue)
+    first_body = next(i for i, inst in enumerate(new_insts) if inst.opname == "RESUME") + 1 + sum(
+        isinstance(item, Instr) for item in prologue)
     where = [-1] * first_body
     user_prologue = _body(code)[2]
     for i, size in enumerate(sizes):

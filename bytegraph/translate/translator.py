@@ -185,11 +185,12 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         raise UserCodeRaisesError(f"{type(exc).__name__}: {exc}", self.location()) from exc
 
     def guard_attr_presence(self, source, name: str, present: bool) -> None:
+        """Guard that `name` stays in (`present`) or out of the instance `__dict__` of the
+        object at `source` (trap: `getattr(obj, "n", 0)` before `obj.n = ...`)."""
         from ..guards.sources import AttrSource
 
-        if present:
-            return
-        self.output.add_guard(Guard(GuardKind.NOT_PRESENT, AttrSource(source, "__dict__"), name, self.guard_location()))
+        kind = GuardKind.PRESENT if present else GuardKind.NOT_PRESENT
+        self.output.add_guard(Guard(kind, AttrSource(source, "__dict__"), name, self.guard_location()))
 
     def load_global_value(self, name: str):
         """The tracker for global `name` (module globals, then builtins)."""

@@ -29,7 +29,7 @@ by type):
   `is_tensor` and `kept_in_block` (a `try`/`with` stack slot that resume functions take over);
 - residual code: `reconstruct(cg)`, `built_once()` (rebuilt into a temporary once),
   `compiled_callee(tx)` (how a graph-broken call to it runs compiled by bytegraph),
-  `inlined_function()`; replay of its writes: `replay_records(cg)`, `replayed_values()`,
+  `inlined_function()`, `fixed_callable()`; replay of its writes: `replay_records(cg)`, `replayed_values()`,
   `replay_phase` (Note [Replay records]);
 - FX: `as_fx_arg(tx)`.
 """
@@ -224,6 +224,11 @@ class VariableTracker:
         """The trackers the replay of this value's writes stores (Note [Replay records])."""
         return (self,)
 
+    def fixed_callable(self):
+        """The one real callable object this tracker stands for (a builtin, a torch
+        function, an opaque C function), or None."""
+        return None
+
     def compiled_callee(self, tx):
         """How a graph-broken call to this value runs compiled by bytegraph: (a user
         function tracker, the tracker it is bound to or None), or None (called as itself)."""
@@ -264,6 +269,9 @@ class CallableValueVariable(VariableTracker):
 
     def python_type(self) -> type:
         return type(self.fn)
+
+    def fixed_callable(self):
+        return self.fn
 
     def is_python_constant(self) -> bool:
         return True

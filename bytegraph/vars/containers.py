@@ -39,6 +39,14 @@ def _replace_set(s, new):
     s.update(new)
 
 
+def _mutating_keys(tx, vt, name: str, keys_change: bool) -> None:
+    """`name()` is about to change dict or set `vt` (the barrier), and its set of keys too if
+    `keys_change` (live iterators over it check `keys_version`)."""
+    _check_mutable(tx, vt, name)
+    if keys_change:
+        vt.keys_version += 1
+
+
 class BaseListVariable(VariableTracker):
     """Shared behaviour of tuple-like and list-like trackers (`items` is a Python list)."""
 
@@ -423,21 +431,18 @@ class DictVariable(VariableTracker):
         items = self.items
         if name == "__setitem__":
             key = args[0].key_impl(tx)
-            _check_mutable(tx, self, name)
-            self._bump(key not in items)
+            _mutating_keys(tx, self, name, key not in items)
             items[key] = args[1]
             return ConstantVariable(None)
         if name == "__delitem__":
             self.getitem_impl(tx, args[0])
-            _check_mutable(tx, self, name)
-            self._bump(True)
+            _mutating_keys(tx, self, name, True)
             del items[args[0].key_impl(tx)]
             return ConstantVariable(None)
         if name == "pop":
             key = args[0].key_impl(tx)
             if key in items:
-                _check_mutable(tx, self, name)
-                self._bump(True)
+                _mutating_keys(tx, self, name, True)
                 return items.pop(key)
             if len(args) > 1:
                 return args[1]
@@ -450,28 +455,22 @@ class DictVariable(VariableTracker):
             key = args[0].key_impl(tx)
             if key in items:
                 return items[key]
-            _check_mutable(tx, self, name)
-            self._bump(True)
+            _mutating_keys(tx, self, name, True)
             return items.setdefault(key, args[1] if len(args) > 1 else ConstantVariable(None))
         if name == "update":
             new = {}
             for other in args:
                 new.update(_as_mapping(tx, other))
             new.update(kwargs)
-            _check_mutable(tx, self, name)
-            self._bump(not new.keys() <= items.keys())
+            _mutating_keys(tx, self, name, not new.keys() <= items.keys())
             items.update(new)
             return ConstantVariable(None)
         if name == "clear":
-            _check_mutable(tx, self, name)
-            self._bump(bool(items))
+            _mutating_keys(tx, self, name, bool(items))
             items.clear()
             return ConstantVariable(None)
         tx.unsupported(f"method {name}() of {self.describe()}", category="unsupported call")
 
-    def _bump(self, keys_change: bool) -> None:
-        if keys_change:
-            self.keys_version += 1
 
     def _popitem(self, tx, args, kwargs) -> VariableTracker:
         last = True
@@ -484,8 +483,7 @@ class DictVariable(VariableTracker):
             tx.raise_user_error(KeyError("popitem(): dictionary is empty" if self.dict_type is dict
                                          else "dictionary is empty"))
         key = next(reversed(self.items)) if last else next(iter(self.items))
-        _check_mutable(tx, self, "popitem")
-        self._bump(True)
+        _mutating_keys(tx, self, "popitem", True)
         return TupleVariable([ConstantVariable(key), self.items.pop(key)])
 
     def _move_to_end(self, tx, args, kwargs) -> VariableTracker:
@@ -493,8 +491,7 @@ class DictVariable(VariableTracker):
         flag = args[1] if len(args) > 1 else kwargs.get("last", ConstantVariable(True))
         if key not in self.items:
             tx.raise_user_error(KeyError(key))
-        _check_mutable(tx, self, "move_to_end")
-        self._bump(True)
+        _mutating_keys(tx, self, "move_to_end", True)
         items = self.items
         if flag.as_python_constant():
             items[key] = items.pop(key)
@@ -598,8 +595,7 @@ class SetVariable(VariableTracker):
         items = self.items
         if name == "add":
             key = args[0].key_impl(tx)
-            _check_mutable(tx, self, name)
-            self._bump(key not in items)
+            _mutating_keys(tx, self, name, key not in items)
             items.setdefault(key, args[0])
             return ConstantVariable(None)
         if name in ("discard", "remove"):
@@ -608,8 +604,7 @@ class SetVariable(VariableTracker):
                 if name == "remove":
                     tx.raise_user_error(KeyError(key))
                 return ConstantVariable(None)
-            _check_mutable(tx, self, name)
-            self._bump(True)
+            _mutating_keys(tx, self, name, True)
             del items[key]
             return ConstantVariable(None)
         if name == "update":
@@ -617,21 +612,16 @@ class SetVariable(VariableTracker):
             for other in args:
                 for vt in other.unpack(tx):
                     new[vt.key_impl(tx)] = vt
-            _check_mutable(tx, self, name)
-            self._bump(not new.keys() <= items.keys())
+            _mutating_keys(tx, self, name, not new.keys() <= items.keys())
             for key, vt in new.items():
                 items.setdefault(key, vt)
             return ConstantVariable(None)
         if name == "clear":
-            _check_mutable(tx, self, name)
-            self._bump(bool(items))
+            _mutating_keys(tx, self, name, bool(items))
             items.clear()
             return ConstantVariable(None)
         tx.unsupported(f"set.{name}()", category="unsupported call")
 
-    def _bump(self, keys_change: bool) -> None:
-        if keys_change:
-            self.keys_version += 1
 
     def reconstruct(self, cg) -> None:
         if self.source is not None:

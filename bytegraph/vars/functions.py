@@ -196,7 +196,8 @@ class UserFunctionVariable(BaseFunctionVariable):
 
     def hasattr_impl(self, tx, name: str) -> bool:
         present = hasattr(self.fn, name)
-        tx.guard_attr_presence(self.source, name, present)
+        if not hasattr(type(self.fn), name):  # decided by the function's own __dict__
+            tx.guard_attr_presence(self.source, name, present)
         return present
 
     def inlined_function(self):

@@ -55,8 +55,10 @@ def generic_fx_arg(tx, vt):
 
 def real_hasattr(tx, vt, real, name: str) -> bool:
     """`hasattr(real, name)` for the real object `real` that `vt` stands for, guarded
-    through `vt`'s source (present or absent) when it has one."""
+    through `vt`'s source when it has one: `name`'s presence in the object's own
+    `__dict__` (else the class has it, which its type guard pins)."""
     present = hasattr(real, name)
-    if vt.source is not None:
-        tx.guard_attr_presence(vt.source, name, present)
+    in_dict = name in getattr(real, "__dict__", ())
+    if vt.source is not None and (in_dict or not present):
+        tx.guard_attr_presence(vt.source, name, in_dict)
     return present

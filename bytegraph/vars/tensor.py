@@ -102,8 +102,32 @@ class TensorVariable(VariableTracker):
                            category="unsupported tensor attribute")
         if name in _NOT_CAPTURED or name in _DATA_DEPENDENT or callable(getattr(torch.Tensor, name, None)):
             return TensorMethodVariable(self, name)
+        if not hasattr(self.cls, name) and (value := self.instance_attr(tx, name)) is not None:
+            return value
         tx.unsupported(f"attribute '{name}' of {self.describe()}", category="unsupported tensor attribute",
                        hint="only standard torch.Tensor attributes are captured")
+
+    def hasattr_impl(self, tx, name: str) -> bool:
+        """`hasattr(x, name)`: a torch.Tensor attribute, or one that user code set on it."""
+        if hasattr(self.cls, name):
+            return hasattr(self.example, name)
+        return self.instance_attr(tx, name) is not None
+
+    def instance_attr(self, tx, name: str) -> VariableTracker | None:
+        """Attribute `name` that user code set on the tensor (`x.tag = n`; not a torch.Tensor
+        attribute), None if it has none. An input tensor's is the real tensor's, guarded
+        (absent: `name not in x.__dict__`; present: its value, through `x.name`), so the
+        next call sees it come or go; a tensor computed in the trace is a new object without
+        any (setting one breaks the graph)."""
+        if self.source is None:
+            return None
+        real = tx.output.real_input(self)
+        if real is None:
+            tx.unsupported(f"attribute '{name}' of {self.describe()}", category="unsupported tensor attribute")
+        if name in real.__dict__:
+            return tx.wrap(real.__dict__[name], AttrSource(self.source, name))
+        tx.guard_attr_presence(self.source, name, False)
+        return None
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         if name in _DATA_DEPENDENT:
@@ -170,9 +194,6 @@ class TensorVariable(VariableTracker):
 
     def setitem_impl(self, tx, key, value) -> None:
         tx.output.call_op("call_function", operator.setitem, [self, key, value], {})
-
-    def hasattr_impl(self, tx, name: str) -> bool:
-        return hasattr(self.example, name)
 
     def as_fx_arg(self, tx):
         node = self.node

@@ -303,8 +303,7 @@ def break_with_deleted_cell(x):
     return x + 1
 
 
-@case(lambda: (T(3),), xfail="locals() run eagerly at a break sees the residual code's "
-                              "temporaries (__bg_break_local_*, __bg_graph_out)")
+@case(lambda: (T(3),))
 def break_reading_locals(x):
     y = x + 1
     print("locals", sorted(locals()))
