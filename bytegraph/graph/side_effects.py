@@ -283,4 +283,3 @@ def _global_record(cg, globals_source, name, value):
         globals_source.reconstruct(cg)
         cg.load_const(name)
     return push, (cg.delete_subscr if value is DELETED else cg.store_subscr)
-
