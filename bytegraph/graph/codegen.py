@@ -164,7 +164,7 @@ class PyCodegen:
             self.load_const(index)
             self.binary_subscr()
             return
-        if _built_once(vt):
+        if vt.built_once():
             # Note [Side-effect replay]: a value made during tracing is built once, so
             # every path that reaches it (return value, replayed writes) gets one object.
             name = self.tempvars.get(id(vt))
@@ -227,20 +227,13 @@ class PyCodegen:
     def call_and_pop_2(self) -> None:
         self.call_and_pop(2)
 
+    def helper_effect(self, helper, source, push_new) -> tuple:
+        """The replay record `helper(<source>, <new>)` (Note [Replay records]): `push_new`
+        pushes the new state."""
+        def push():
+            self.push_null()
+            self.load_const(helper)
+            source.reconstruct(self)
+            push_new()
+        return push, self.call_and_pop_2
 
-def _built_once(vt) -> bool:
-    """Whether `vt`'s reconstruction makes a new object that must be made only once: values
-    made during tracing, and methods read as attributes (a new object per read)."""
-    from ..vars.containers import BaseListVariable, DictVariable, SetVariable, SizeVariable
-    from ..vars.functions import (BoundMethodVariable, CellVariable, MethodObjectVariable, NestedFunctionVariable,
-                                  PartialVariable)
-    from ..vars.dict_views import DictViewVariable
-    from ..vars.iterators import HashedIteratorVariable, SequenceIteratorVariable
-    from ..vars.objects import UserObjectVariable
-
-    if isinstance(vt, BoundMethodVariable):
-        return not isinstance(vt, MethodObjectVariable) or vt.source is None
-    return vt.source is None and isinstance(vt, (
-        BaseListVariable, DictVariable, SetVariable, CellVariable, NestedFunctionVariable, PartialVariable,
-        UserObjectVariable, SequenceIteratorVariable, HashedIteratorVariable, DictViewVariable)) \
-        and not isinstance(vt, SizeVariable)

@@ -30,8 +30,7 @@ from .side_effects import SideEffects
 from ..guards.guard import Guard, GuardKind, TensorSpec
 from ..vars.base import VariableTracker
 from ..vars.builder import wrap_op_result
-from ..vars.constant import ConstantVariable
-from ..vars.containers import BaseListVariable, DictVariable, NamedTupleVariable, SizeVariable, TupleVariable
+from ..vars.containers import NamedTupleVariable, TupleVariable
 from ..vars.tensor import TensorVariable
 
 _FAKE_TENSOR_LOG = logging.getLogger("torch._subclasses.fake_tensor")
@@ -212,8 +211,8 @@ class OutputGraph:
         tx = self.current_tx
         if _writes_first_argument(kind, target, kwargs) or kwargs and "out" in kwargs:
             self._before_inplace(args, kwargs)
-        fx_args = tuple([_to_fx(tx, a) for a in args])
-        fx_kwargs = {k: _to_fx(tx, v) for k, v in kwargs.items()} if kwargs else {}
+        fx_args = tuple([a.as_fx_arg(tx) for a in args])
+        fx_kwargs = {k: v.as_fx_arg(tx) for k, v in kwargs.items()} if kwargs else {}
         fake_args = tuple([_example_of(a) for a in fx_args])
         fake_kwargs = {k: _example_of(v) for k, v in fx_kwargs.items()} if kwargs else {}
         example = self._run_fake(tx, kind, target, fake_args, fake_kwargs)
@@ -221,12 +220,13 @@ class OutputGraph:
         node.meta["example_value"] = example
         node.meta["bg_frames"] = tx.frames()
         for arg in (*args, *kwargs.values()):
-            if isinstance(arg, TensorVariable) and arg.example is example:
+            if arg.is_tensor and arg.example is example:
                 return arg  # an in-place op (or `out=`) returns its input: keep one tracker (and `is`)
         out = kwargs.get("out") if kwargs else None
-        if isinstance(out, BaseListVariable) and isinstance(example, tuple) and len(out.items) == len(example) \
-                and all(isinstance(o, TensorVariable) and o.example is e for o, e in zip(out.items, example)):
-            return _structure_like(example, list(out.items))  # `out=(v, i)`: the result holds v and i
+        items = out.sequence_items() if out is not None else None
+        if items is not None and isinstance(example, tuple) and len(items) == len(example) \
+                and all(o.is_tensor and o.example is e for o, e in zip(items, example)):
+            return _structure_like(example, list(items))  # `out=(v, i)`: the result holds v and i
         return wrap_op_result(tx, node, example)
 
     def _run_fake(self, tx, kind, target, args, kwargs):
@@ -257,9 +257,13 @@ class OutputGraph:
         """An in-place method (`x.add_()`, `x.unsqueeze_()`) or `out=` op changes tensors
         the trace holds: the barrier (scope check; their fake metadata saved for restore)."""
         out = kwargs.get("out") if kwargs else None
-        written = [args[0]] if out is None else (list(out.items) if isinstance(out, BaseListVariable) else [out])
+        if out is None:
+            written = [args[0]]
+        else:
+            items = out.sequence_items()
+            written = list(items) if items is not None else [out]
         for vt in written:
-            if isinstance(vt, TensorVariable):
+            if vt.is_tensor:
                 self.side_effects.mutate(vt, replay=False)
 
 
@@ -386,27 +390,6 @@ def add_stack_traces(graph: torch.fx.Graph) -> None:
         if frames is not None:
             node.meta["stack_trace"] = "".join(
                 f'  File "{code.co_filename}", line {lineno}, in {code.co_name}\n' for code, lineno in frames)
-
-
-def _to_fx(tx, vt):
-    """The FX argument for a tracker: a node, a constant, or a structure of those."""
-    if isinstance(vt, TensorVariable):
-        node = vt.node
-        if node.graph is not tx.output.graph:  # a value of an enclosing graph used in a subgraph
-            return tx.output.lift(node)
-        return node
-    if isinstance(vt, SizeVariable):
-        return torch.Size(vt.as_python_constant())
-    if isinstance(vt, BaseListVariable):
-        items = [_to_fx(tx, i) for i in vt.items]
-        return list(items) if vt.python_type() is list else tuple(items)
-    if isinstance(vt, DictVariable):
-        return {k: _to_fx(tx, v) for k, v in vt.items.items()}
-    if isinstance(vt, ConstantVariable) or vt.is_python_constant():
-        return vt.as_python_constant()
-    if isinstance(vt, VariableTracker):
-        tx.unsupported(f"passing {vt.describe()} to a torch op", category="unsupported op argument")
-    return vt
 
 
 def _placeholder_name(source_name: str, index: int) -> str:

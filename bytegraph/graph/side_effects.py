@@ -5,7 +5,9 @@ check and undo log (Note [Mutation barrier]); which *pre-existing* Python object
 (trackers with a source) the traced code mutated: containers, objects (their pending
 attribute writes), closure cells, and global writes per (globals dict, name); the
 identity map that makes one real object one tracker however many paths reach it; and
-the bytecode that replays all of it after the graph.
+the replay of all of it after the graph, from the records each written tracker's kind
+provides (`replay_records`, Note [Replay records] in vars/base.py) and its own records of
+the global writes.
 
 Invariants (see Note [Side-effect replay]):
 - Tracing never mutates a real object. Containers are mutated on their tracker (so every
@@ -47,9 +49,9 @@ from __future__ import annotations
 
 import contextlib
 
-from ..guards.sources import ClosureSource, GlobalsDictSource
-from ..vars.base import set_current_scope
-from ..vars.iterators import advance_iterator, set_iterator_state
+from ..guards.sources import GlobalsDictSource
+from ..vars.base import REPLAY_CELL, REPLAY_GLOBAL, set_current_scope
+from ..vars.iterators import set_iterator_state
 from ..vars.objects import DELETED  # pending value of a deleted attribute or global
 
 
@@ -62,16 +64,6 @@ def _truncate(d: dict, n: int) -> None:
     """Drop the entries added to insertion-ordered `d` after it had `n` (newest first)."""
     while len(d) > n:
         d.popitem()
-
-
-def _replace_dict(d, new):
-    d.clear()
-    d.update(new)
-
-
-def _replace_set(s, new):
-    s.clear()
-    s.update(new)
 
 
 class SideEffects:
@@ -213,42 +205,30 @@ class SideEffects:
             self._saved = set()
 
     # ---- values the replay needs -----------------------------------------------------------
-    def _by_kind(self) -> tuple:
-        """The written trackers as (containers and iterators, objects, cells), in write order."""
-        from ..vars.functions import CellVariable
-        from ..vars.objects import UserObjectVariable
-
-        containers, objects, cells = [], [], []
+    def _by_phase(self) -> list:
+        """The written trackers per replay phase (Note [Replay records]), in write order."""
+        phases = [[] for _ in range(REPLAY_CELL + 1)]
         for vt in self.mutated.values():
-            if isinstance(vt, CellVariable):
-                cells.append(vt)
-            elif isinstance(vt, UserObjectVariable):
-                objects.append(vt)
-            else:
-                containers.append(vt)
-        return containers, objects, cells
+            phases[vt.replay_phase].append(vt)
+        return phases
 
     def values(self) -> list:
         """Every tracker the replay writes (for collecting graph outputs)."""
-        containers, objects, cells = self._by_kind()
-        out = list(containers)
-        for vt in objects:
-            out.extend(v for v in vt.attrs.values() if v is not DELETED)
-        for entry in self.globals.values():
-            if entry[3] is not DELETED:
-                out.append(entry[3])
-        for cell in cells:
-            if cell.contents is not None:
-                out.append(cell.contents)
+        out = []
+        for phase, written in enumerate(self._by_phase()):
+            if phase == REPLAY_GLOBAL:
+                out.extend(entry[3] for entry in self.globals.values() if entry[3] is not DELETED)
+            for vt in written:
+                out.extend(vt.replayed_values())
         return out
 
     # ---- replay ------------------------------------------------------------------------------
     def replay(self, cg) -> None:
         """Emit the replay (stack-neutral; see Note [Side-effect replay])."""
-        effects = list(self._effects(cg))
-        for push, _ in reversed(effects):  # pushed last-first, so the stores run in log order
+        records = self._records(cg)
+        for push, _ in reversed(records):  # pushed last-first, so the stores run in log order
             push()
-        for _, store in effects:
+        for _, store in records:
             store()
         for vt in self.positioned:  # filled while the operands above were built
             cg.push_null()
@@ -258,51 +238,30 @@ class SideEffects:
             cg.call_and_pop_2()
         self._guard_distinct(cg.tx.output)
 
-    def _effects(self, cg):
-        """(push operands, store) pairs, in the order the writes were first made."""
-        from ..vars.containers import DictVariable, ListVariable, SetVariable
-        from ..vars.iterators import HashedIteratorVariable, SequenceIteratorVariable
-
-        containers, objects, cells = self._by_kind()
-        iterators = []
-        for vt in containers:
-            if isinstance(vt, ListVariable):
-                yield _list_effect(cg, vt)
-            elif isinstance(vt, DictVariable):
-                yield _call_effect(cg, _replace_dict, vt, lambda vt=vt: _push_dict(cg, vt))
-            elif isinstance(vt, SetVariable):
-                yield _call_effect(cg, _replace_set, vt, lambda vt=vt: cg.load_const(tuple(vt.items)))
-            elif isinstance(vt, (SequenceIteratorVariable, HashedIteratorVariable)):
-                iterators.append(vt)  # after the containers: `__setstate__` clamps to the length
-            else:  # pragma: no cover - only containers are logged here
-                raise AssertionError(f"cannot replay a mutation of {vt!r}")
-        for vt in iterators:
-            if isinstance(vt, SequenceIteratorVariable):
-                yield _call_effect(cg, set_iterator_state, vt, lambda vt=vt: cg.load_const(vt.index))
-            else:
-                steps = vt.replay_steps(cg)
-                yield _call_effect(cg, advance_iterator, vt, lambda steps=steps: cg.load_const(steps))
-        for vt in objects:
-            for name, value in vt.attrs.items():
-                yield _attr_effect(cg, vt.source, name, value)
-        for globals_source, f_globals, name, value in self.globals.values():
-            yield _global_effect(cg, globals_source, name, value)
-        for cell in cells:
-            yield _cell_effect(cg, cell)
+    def _records(self, cg) -> list:
+        """(push operands, store) pairs: each written tracker's own (`replay_records`) and
+        the global writes, phase by phase, in the order the writes were first made."""
+        records = []
+        for phase, written in enumerate(self._by_phase()):
+            if phase == REPLAY_GLOBAL:
+                for globals_source, f_globals, name, value in self.globals.values():
+                    records.append(_global_record(cg, globals_source, name, value))
+            for vt in written:
+                records.extend(vt.replay_records(cg))
+        return records
 
     def _guard_distinct(self, output) -> None:
         """Objects traced as distinct must stay distinct when anything was mutated: the
         log replays each tracker's final state on its own object."""
         from ..guards.guard import Guard, GuardKind
-        from ..vars.functions import CellVariable
 
-        containers, objects, cells = self._by_kind()
-        if containers or objects:
-            sources = tuple(vt.source for vt in self.by_id.values() if not isinstance(vt, CellVariable))
+        written = self._by_phase()
+        if any(written[:REPLAY_CELL]):
+            sources = tuple(vt.source for vt in self.by_id.values() if vt.replay_phase != REPLAY_CELL)
             if len(sources) > 1:
                 output.add_guard(Guard(GuardKind.NO_ALIASING, sources[0], sources))
-        if cells:  # a cell written through one closure is read through another only if shared
-            cells = tuple(vt.source.cell() for vt in self.by_id.values() if isinstance(vt, CellVariable))
+        if written[REPLAY_CELL]:  # a cell written through one closure is read through another only if shared
+            cells = tuple(vt.source.cell() for vt in self.by_id.values() if vt.replay_phase == REPLAY_CELL)
             if len(cells) > 1:
                 output.add_guard(Guard(GuardKind.NO_ALIASING, cells[0], cells))
 
@@ -311,43 +270,7 @@ def _bound(method, arg):
     return lambda: method(arg)
 
 
-def _list_effect(cg, vt):
-    def push():  # src[:] = [items...]
-        cg.reconstruct_items(vt.items, "BUILD_LIST")
-        vt.source.reconstruct(cg)
-        cg.load_const(slice(None))
-    return push, cg.store_subscr
-
-
-def _push_dict(cg, vt):
-    for k, v in vt.items.items():
-        cg.load_const(k)
-        cg.reconstruct(v)
-    cg.build("BUILD_MAP", len(vt.items))
-
-
-def _call_effect(cg, helper, vt, push_new):
-    def push():  # helper(src, new)
-        cg.push_null()
-        cg.load_const(helper)
-        vt.source.reconstruct(cg)
-        push_new()
-    return push, cg.call_and_pop_2
-
-
-def _attr_effect(cg, source, name, value):
-    if isinstance(name, tuple):  # (DELETE_FIRST, name): a delete before re-adding `name`
-        name = name[1]
-    if value is DELETED:
-        return (lambda: source.reconstruct(cg)), _bound(cg.delete_attr, name)
-
-    def push():
-        cg.reconstruct(value)
-        source.reconstruct(cg)
-    return push, _bound(cg.store_attr, name)
-
-
-def _global_effect(cg, globals_source, name, value):
+def _global_record(cg, globals_source, name, value):
     root = isinstance(globals_source, GlobalsDictSource)
     if root:
         if value is DELETED:
@@ -360,19 +283,3 @@ def _global_effect(cg, globals_source, name, value):
         globals_source.reconstruct(cg)
         cg.load_const(name)
     return push, (cg.delete_subscr if value is DELETED else cg.store_subscr)
-
-
-def _cell_effect(cg, cell):
-    """Operands and store of writing `cell` (a sourced CellVariable: the root frame's free
-    variable, or a cell reached through a function or held in a local)."""
-    src = cell.source
-    deleted = cell.contents is None
-    if isinstance(src, ClosureSource):  # the root frame's own free variable
-        push = (lambda: None) if deleted else (lambda: cg.reconstruct(cell.contents))
-        return push, _bound(cg.delete_deref if deleted else cg.store_deref, src.var_name)
-
-    def push():
-        if not deleted:
-            cg.reconstruct(cell.contents)
-        src.cell().reconstruct(cg)
-    return push, _bound(cg.delete_attr if deleted else cg.store_attr, "cell_contents")

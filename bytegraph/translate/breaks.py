@@ -18,7 +18,8 @@ wrapper, so its own prefix and suffix are captured too.
 Note [Breaks inside blocks]
 A break inside a `try`/`with` block of the root frame resumes like any other when the
 stack slots the innermost handler keeps (its depth) are for-loop iterators or grad-mode
-`with` exits (`WithExitVariable`, rebuilt as `RestoreGradMode`). The residual code
+`with` exits (`WithExitVariable`, rebuilt as `RestoreGradMode`): the kinds whose
+`kept_in_block` is set. The residual code
 pushes those slots, and runs the breaking instruction under an exception-table entry
 whose handler is the original one in a copy of the body appended after the residual
 code: if the instruction raises, the user's handler runs (and the rest of the frame
@@ -49,14 +50,7 @@ from bytecode import Instr, Label, TryBegin, TryEnd
 
 from .._bytecode.analysis import cells_read_before_written, handlers, live_locals
 from .._bytecode.instructions import instructions_of
-from ..vars.base import CallableValueVariable
-from ..vars.classes import class_dict_source, class_lookup
 from ..vars.containers import TupleVariable
-from ..vars.functions import BoundMethodVariable, UserFunctionVariable
-from ..vars.iterators import IteratorVariable
-from ..vars.nn_module import NNModuleVariable
-from ..vars.torch_functions import WithExitVariable
-from ..vars.trace_rules import is_traceable
 from .continuation import make_continuation, waiting_calls
 from .ops_stack import NULL
 from .resume import body_with_label, jump_into, make_resume_function, origin, original_instr
@@ -194,14 +188,7 @@ def _inlined_function(tx, operands: list, code) -> types.FunctionType | None:
     method, callable or self, ...]) inlined directly, so the frame's result is the call's
     result; None if there is none, or its frame cannot be resumed on its own."""
     vt = operands[1] if operands[0] is NULL else operands[0]
-    if isinstance(vt, BoundMethodVariable):
-        vt = vt.fn
-    if isinstance(vt, UserFunctionVariable):
-        fn = vt.fn
-    elif isinstance(vt, NNModuleVariable):  # a module call without hooks inlines its forward
-        fn = getattr(type(vt.value), "forward", None)
-    else:
-        return None
+    fn = vt.inlined_function()
     if not isinstance(fn, types.FunctionType) or fn.__code__ is not code or code.co_flags & _NOT_RESUMED_FLAGS:
         return None
     return fn
@@ -292,7 +279,7 @@ def _resumes_in_block(kept: list, depth: int) -> bool:
     """Whether a break inside a `try`/`with` block whose handler keeps `depth` stack slots
     resumes (Note [Breaks inside blocks]): the slots the block keeps are for-loop
     iterators or grad-mode `with` exits, and the breaking instruction does not consume them."""
-    return depth <= len(kept) and all(isinstance(vt, (IteratorVariable, WithExitVariable)) for vt in kept[:depth])
+    return depth <= len(kept) and all(vt.kept_in_block for vt in kept[:depth])
 
 
 def _enter_block(cg, stack: list, code, handler) -> tuple:
@@ -326,10 +313,10 @@ def _reads_frame_locals(tx) -> bool:
     """Whether the breaking instruction calls a builtin that reads the frame's locals
     (Note [Breaks that read locals])."""
     slot = _callable_slot(tx.inst, tx.snapshot_stack)
-    vt = None if slot is None else tx.snapshot_stack[slot]
-    if not isinstance(vt, CallableValueVariable):
+    callee = None if slot is None else tx.snapshot_stack[slot].fixed_callable()
+    if callee is None:
         return False
-    limit = next((n for fn, n in _FRAME_LOCALS_READERS if fn is vt.fn), 0)
+    limit = next((n for fn, n in _FRAME_LOCALS_READERS if fn is callee), 0)
     if not limit:
         return False
     return tx.inst.opname == "CALL_FUNCTION_EX" or tx.inst.arg < limit  # *args: may be none
@@ -396,25 +383,13 @@ def _reconstruct_callee(cg, vt, compile_fn) -> None:
 
     The function is looked up at run time (`compile_fn(<the function from its source>)`),
     never baked in: the guards pin its code, not which function object it is."""
-    if isinstance(vt, UserFunctionVariable) and is_traceable(vt.fn):
-        _compiled_at_runtime(cg, vt, compile_fn)
-    elif isinstance(vt, BoundMethodVariable) and isinstance(vt.fn, UserFunctionVariable) and is_traceable(vt.fn.fn):
-        _bound_compiled(cg, vt.fn, vt.obj, compile_fn)
-    elif isinstance(vt, NNModuleVariable) and vt.source is not None \
-            and (forward := _plain_forward(vt)) is not None and not vt.has_hooks(cg.tx):
-        # a module without hooks (now guarded) is called as `forward(module, ...)`: compiled
-        owner, fn = forward
-        _bound_compiled(cg, cg.tx.wrap(fn, class_dict_source(owner, "forward")), vt, compile_fn)
-    else:
+    callee = vt.compiled_callee(cg.tx)
+    if callee is None:
         cg.reconstruct(vt)
-
-
-def _plain_forward(vt):
-    """(owner class, function) of a module's class-level `forward` written in Python, or None."""
-    owner, forward = class_lookup(type(vt.value), "forward")
-    if isinstance(forward, types.FunctionType) and is_traceable(forward):
-        return owner, forward
-    return None
+    elif callee[1] is None:
+        _compiled_at_runtime(cg, callee[0], compile_fn)
+    else:
+        _bound_compiled(cg, callee[0], callee[1], compile_fn)
 
 
 def _bound_compiled(cg, fn_vt, obj_vt, compile_fn) -> None:

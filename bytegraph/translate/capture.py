@@ -18,13 +18,7 @@ from ..graph.codegen import PyCodegen
 from ..graph.output_graph import OutputGraph, add_stack_traces
 from ..guards.guard import Guard, GuardKind
 from ..guards.sources import ClosureSource, GlobalsDictSource, LocalCellContentsSource, LocalSource
-from ..vars.base import MethodOfVariable
-from ..vars.containers import BaseListVariable, DictVariable
-from ..vars.functions import BoundMethodVariable, CellVariable, NestedFunctionVariable, PartialVariable
-from ..vars.dict_views import DictViewVariable, MappingProxyVariable
-from ..vars.iterators import HashedIteratorVariable, SequenceIteratorVariable
-from ..vars.objects import DELETED, UserObjectVariable
-from ..vars.tensor import TensorVariable
+from ..vars.functions import CellVariable
 from ..vars.lazy_int import wrap_int
 from .breaks import emit_break, nested_break, resumable_reason
 from .continuation import is_continuation_code
@@ -217,8 +211,9 @@ def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend)
 
 def _collect_graph_tensors(vt, outputs: list, index: dict, seen: set | None = None) -> None:
     """Assign an output slot to every graph-computed tensor reachable from `vt` (the return
-    value, or a value the side-effect replay writes: containers, closures, cells)."""
-    if isinstance(vt, TensorVariable):
+    value, or a value the side-effect replay writes: containers, closures, cells) through
+    the trackers each holds (`children()`)."""
+    if vt.is_tensor:
         if vt.source is None and id(vt) not in index:
             index[id(vt)] = len(outputs)
             outputs.append(vt)
@@ -228,27 +223,5 @@ def _collect_graph_tensors(vt, outputs: list, index: dict, seen: set | None = No
     if id(vt) in seen:
         return
     seen.add(id(vt))
-    if isinstance(vt, BaseListVariable):
-        for item in vt.items:
-            _collect_graph_tensors(item, outputs, index, seen)
-    elif isinstance(vt, DictVariable):
-        for item in vt.items.values():
-            _collect_graph_tensors(item, outputs, index, seen)
-    elif isinstance(vt, SequenceIteratorVariable):  # rebuilt over the whole sequence
-        _collect_graph_tensors(vt.seq, outputs, index, seen)
-    elif isinstance(vt, HashedIteratorVariable):
-        _collect_graph_tensors(vt.container, outputs, index, seen)
-    elif isinstance(vt, (DictViewVariable, MappingProxyVariable)):
-        _collect_graph_tensors(vt.dict_vt, outputs, index, seen)
-    elif isinstance(vt, CellVariable):
-        if vt.known_contents() is not None:
-            _collect_graph_tensors(vt.known_contents(), outputs, index, seen)
-    elif isinstance(vt, UserObjectVariable):
-        for item in (vt.attrs or {}).values():
-            if item is not DELETED:
-                _collect_graph_tensors(item, outputs, index, seen)
-    elif isinstance(vt, (NestedFunctionVariable, PartialVariable, BoundMethodVariable)):
-        for part in vt.parts():
-            _collect_graph_tensors(part, outputs, index, seen)
-    elif isinstance(vt, MethodOfVariable):  # `t.item` on the stack at a break on its call
-        _collect_graph_tensors(vt.obj, outputs, index, seen)
+    for child in vt.children():
+        _collect_graph_tensors(child, outputs, index, seen)

@@ -67,9 +67,7 @@ class BuildOps:
     def DICT_MERGE(self, inst):
         other = self.stack.pop()
         target = self.stack[-inst.arg]
-        if not isinstance(other, DictVariable):
-            self.unsupported(f"** unpacking of {other.describe()}", category="unsupported call")
-        for key in other.items:
+        for key in other.as_kwargs(self):
             if key in target.items:
                 self.raise_user_error(TypeError(f"got multiple values for keyword argument '{key}'"))
         target.call_method(self, "update", [other], {})

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from ..vars.containers import DictVariable
 from ..vars.iterators import iterator_of
-from ..vars.torch_functions import GradModeVariable, WithExitVariable
 from .ops_stack import NULL
 
 
@@ -35,19 +34,12 @@ class CallOps:
         fn = self.stack.pop()
         if self.stack and self.stack[-1] is NULL:
             self.stack.pop()
-        if not isinstance(kwargs_vt, DictVariable):
-            self.unsupported(f"** unpacking of {kwargs_vt.describe()}", category="unsupported call")
+        kwargs = kwargs_vt.as_kwargs(self)
         args = iterator_of(self, args_vt).unpack(self)
-        self.stack.append(fn.call_function(self, args, dict(kwargs_vt.items)))
+        self.stack.append(fn.call_function(self, args, kwargs))
 
     def BEFORE_WITH(self, inst):
-        ctx = self.stack.pop()
-        if isinstance(ctx, GradModeVariable):
-            self.stack.append(WithExitVariable(ctx))
-            self.stack.append(ctx.enter(self))
-            return
-        enter = ctx.var_getattr(self, "__enter__")
-        exit_ = ctx.var_getattr(self, "__exit__")
+        exit_, entered = self.stack.pop().enter_with(self)
         self.stack.append(exit_)
-        self.stack.append(enter.call_function(self, [], {}))
+        self.stack.append(entered)
 

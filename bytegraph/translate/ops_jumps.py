@@ -6,12 +6,7 @@ through the values it came from.
 """
 from __future__ import annotations
 
-from ..vars.constant import ConstantVariable
-from ..vars.iterators import IteratorVariable, iterator_of
-
-
-def _is_none(vt) -> bool:
-    return isinstance(vt, ConstantVariable) and vt.value is None
+from ..vars.iterators import iterator_of
 
 
 class JumpOps:
@@ -29,11 +24,11 @@ class JumpOps:
             self.ip = inst.target
 
     def _pop_jump_if_none(self, inst):
-        if _is_none(self.stack.pop()):
+        if self.stack.pop().is_none():
             self.ip = inst.target
 
     def _pop_jump_if_not_none(self, inst):
-        if not _is_none(self.stack.pop()):
+        if not self.stack.pop().is_none():
             self.ip = inst.target
 
     POP_JUMP_FORWARD_IF_TRUE = POP_JUMP_BACKWARD_IF_TRUE = _pop_jump_if_true
@@ -57,10 +52,7 @@ class JumpOps:
         self.stack.append(iterator_of(self, self.stack.pop()))
 
     def FOR_ITER(self, inst):
-        it = self.stack[-1]
-        if not isinstance(it, IteratorVariable):
-            self.unsupported(f"iterating over {it.describe()}", category="unsupported iteration")
-        item = it.next_item(self)
+        item = self.stack[-1].next_item(self)  # a kind that is no iterator breaks
         if item is None:
             self.stack.pop()
             self.ip = inst.target

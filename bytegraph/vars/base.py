@@ -12,6 +12,26 @@ Every in-place change of a tracker's state goes through the mutation barrier
 (`tx.output.side_effects.mutate(vt)`, or `touch(vt)` for lazily cached state; Note
 [Mutation barrier] in graph/side_effects.py), which checks the tracker's `scope` and saves
 its state (`_save_state`) for a later `restore` of a checkpoint.
+
+Note [Tracker protocol]: behaviour lives on the value's kind, as CPython's type slots.
+Builtins, opcode handlers, the output graph, the residual codegen and the capture ask the
+tracker through the methods below and never test its concrete class, so a new kind of
+value is one module (its tracker overrides the slots it models, and registers its builder
+by type):
+- object-protocol slots: `len_impl`, `contains_impl`, `getitem_impl`, `setitem_impl`,
+  `iterate` (`iter`), `reverse_iterate` (`reversed`), `next_item` (`next`), `truth`
+  (`bool`), `hasattr_impl`, `key_impl` (hash and equality as a dict key or set member),
+  `unpack` (the items, for unpacking), `as_kwargs` (`**` unpacking), `enter_with`
+  (`with`), `is_none`; their defaults are CPython's generic fallbacks (fold on Python
+  constants, the value's `__len__`/`__getitem__` method, a scan of the items, in
+  `vars/object_protocol.py`) or a graph break naming the construct;
+- structure: `children()` (the trackers it holds), `sequence_items()`, the kind flags
+  `is_tensor` and `kept_in_block` (a `try`/`with` stack slot that resume functions take over);
+- residual code: `reconstruct(cg)`, `built_once()` (rebuilt into a temporary once),
+  `compiled_callee(tx)` (how a graph-broken call to it runs compiled by bytegraph),
+  `inlined_function()`, `fixed_callable()`; replay of its writes: `replay_records(cg)`, `replayed_values()`,
+  `replay_phase` (Note [Replay records]);
+- FX: `as_fx_arg(tx)`.
 """
 from __future__ import annotations
 
@@ -27,6 +47,16 @@ import types
 # only by `SideEffects.scope()`), so creating a tracker costs one global read.
 _current_scope = 0
 
+# Note [Replay records]
+# A mutable kind replays its own writes (graph/side_effects.py, Note [Side-effect replay]):
+# `replay_records(cg)` returns the (push operands, store) pairs that put the real object
+# in the tracker's final state, keeping its identity (`src[:] = [...]`, `setattr`, ...);
+# `replayed_values()` are the trackers those stores write (for the graph's outputs). The
+# log replays the kinds in the order of their `replay_phase`, each phase in write order:
+# containers first, then iterators over them (`__setstate__` clamps to the length), then
+# object attributes, the log's own global writes, and closure cells.
+REPLAY_CONTAINER, REPLAY_ITERATOR, REPLAY_OBJECT, REPLAY_GLOBAL, REPLAY_CELL = range(5)
+
 
 def set_current_scope(scope: int) -> int:
     """Make `scope` the one new trackers are created in; returns the previous one."""
@@ -37,6 +67,16 @@ def set_current_scope(scope: int) -> int:
 
 class VariableTracker:
     __slots__ = ("source", "scope")
+
+    #: whether this kind is a tensor in the FX graph (`TensorVariable`)
+    is_tensor = False
+    #: whether a stack slot a `try`/`with` block keeps may hold it at a graph break that
+    #: resumes inside the block (for-loop iterators, grad-mode `with` exits)
+    kept_in_block = False
+    #: whether rebuilding one made during tracing makes a new object (see `built_once`)
+    rebuilt_as_new_object = False
+    #: when the side-effect replay writes a mutated one (Note [Replay records])
+    replay_phase = REPLAY_CONTAINER
 
     def __init__(self, source=None):
         self.source = source
@@ -92,9 +132,112 @@ class VariableTracker:
 
         return SequenceIteratorVariable.over_items(self.unpack(tx))
 
+    def reverse_iterate(self, tx):
+        """`reversed(value)` at trace time: an iterator tracker."""
+        from .iterators import SequenceIteratorVariable
+
+        return SequenceIteratorVariable.over_items(list(reversed(self.unpack(tx))))
+
+    def next_item(self, tx) -> "VariableTracker | None":
+        """`next(iterator)`: the next item, or None when exhausted (iterators only)."""
+        tx.unsupported(f"iterating over {self.describe()}", category="unsupported iteration")
+
     def truth(self, tx) -> bool:
         """`bool(value)` at trace time; data-dependent values break."""
         tx.unsupported(f"truth value of {self.describe()}", category="data-dependent")
+
+    def len_impl(self, tx) -> "VariableTracker":
+        """`len(value)`."""
+        from .object_protocol import generic_len
+
+        return generic_len(tx, self)
+
+    def contains_impl(self, tx, item: "VariableTracker") -> "VariableTracker":
+        """`item in value`."""
+        from .object_protocol import generic_contains
+
+        return generic_contains(tx, self, item)
+
+    def getitem_impl(self, tx, key: "VariableTracker") -> "VariableTracker":
+        """`value[key]` (BINARY_SUBSCR, `operator.getitem`)."""
+        from .object_protocol import generic_getitem
+
+        return generic_getitem(tx, self, key)
+
+    def setitem_impl(self, tx, key: "VariableTracker", value: "VariableTracker") -> None:
+        """`value[key] = item` (STORE_SUBSCR, `operator.setitem`)."""
+        self.call_method(tx, "__setitem__", [key, value], {})
+
+    def hasattr_impl(self, tx, name: str) -> bool:
+        """`hasattr(value, name)`, guarded where the answer comes from a real object."""
+        tx.unsupported(f"hasattr() on {self.describe()}", category="unsupported builtin")
+
+    def key_impl(self, tx):
+        """The hashable Python value standing for this value as a dict key or set member
+        (its hash and equality)."""
+        if not self.is_python_constant():
+            tx.unsupported(f"using {self.describe()} as a dict key", category="unsupported dict key")
+        return self.as_python_constant()
+
+    def sequence_items(self):
+        """The items of a tuple or list tracker (`out=(a, b)` of an op), None for other kinds."""
+        return None
+
+    def as_kwargs(self, tx) -> dict:
+        """`**value` in a call: {name: tracker}."""
+        tx.unsupported(f"** unpacking of {self.describe()}", category="unsupported call")
+
+    def enter_with(self, tx) -> tuple:
+        """`with value:` (BEFORE_WITH): (the exit callable kept on the stack, what
+        `__enter__` returned)."""
+        enter = self.var_getattr(tx, "__enter__")
+        exit_ = self.var_getattr(tx, "__exit__")
+        return exit_, enter.call_function(tx, [], {})
+
+    def is_none(self) -> bool:
+        """Whether this is the constant None (POP_JUMP_IF_NONE)."""
+        return False
+
+    def children(self):
+        """The trackers this value holds (items, attributes, the container of a view or an
+        iterator, the parts of a closure): what rebuilding it rebuilds."""
+        return ()
+
+    def as_fx_arg(self, tx):
+        """This value as an argument of an FX node: a node, a Python constant, or a
+        structure of them."""
+        from .object_protocol import generic_fx_arg
+
+        return generic_fx_arg(tx, self)
+
+    def built_once(self) -> bool:
+        """Whether residual code builds this value once into a temporary, so that aliasing
+        survives: values made during tracing whose rebuild makes a new object."""
+        return self.rebuilt_as_new_object and self.source is None
+
+    def replay_records(self, cg) -> list:
+        """The (push operands, store) pairs replaying this pre-existing value's writes
+        (Note [Replay records]); only kinds the side-effect log records define them."""
+        raise AssertionError(f"cannot replay a mutation of {self!r}")
+
+    def replayed_values(self):
+        """The trackers the replay of this value's writes stores (Note [Replay records])."""
+        return (self,)
+
+    def fixed_callable(self):
+        """The one real callable object this tracker stands for (a builtin, a torch
+        function, an opaque C function), or None."""
+        return None
+
+    def compiled_callee(self, tx):
+        """How a graph-broken call to this value runs compiled by bytegraph: (a user
+        function tracker, the tracker it is bound to or None), or None (called as itself)."""
+        return None
+
+    def inlined_function(self):
+        """The real Python function whose frame a call to this value inlines directly (its
+        frame's result is the call's result), or None."""
+        return None
 
     def reconstruct(self, cg) -> None:
         """Emit bytecode that pushes the real value this tracker stands for."""
@@ -127,6 +270,9 @@ class CallableValueVariable(VariableTracker):
     def python_type(self) -> type:
         return type(self.fn)
 
+    def fixed_callable(self):
+        return self.fn
+
     def is_python_constant(self) -> bool:
         return True
 
@@ -147,6 +293,9 @@ class MethodOfVariable(VariableTracker):
 
     def python_type(self) -> type:
         return type([].append)
+
+    def children(self):
+        return (self.obj,)
 
     def describe(self) -> str:
         return f"{self.obj.describe()}.{self.name}"

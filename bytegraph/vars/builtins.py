@@ -19,13 +19,12 @@ from ..hints import graph_break
 from .base import CallableValueVariable, VariableTracker
 from .lazy_int import UNPINNED_OPS, unpinned_operator
 from .constant import ConstantVariable
-from .functions import NestedFunctionVariable, PartialVariable, UserFunctionVariable
-from .containers import (BaseListVariable, DictVariable, ListVariable, SetVariable, SizeVariable,
-                         TupleVariable)
-from .dunders import handles_operator, is_user_instance, user_contains, user_operator
+from .functions import PartialVariable, UserFunctionVariable
+from .containers import BaseListVariable, DictVariable, ListVariable, SetVariable, TupleVariable
+from .dunders import handles_operator, is_user_instance, user_operator
 from .dict_views import DictViewVariable, view_operator
 from .iterators import (EnumerateIteratorVariable, IteratorVariable, MapIteratorVariable, SequenceIteratorVariable,
-                        ZipIteratorVariable, constant_sequence, iterator_of)
+                        ZipIteratorVariable, iterator_of)
 from .tensor import TensorVariable
 
 HANDLERS: dict = {}
@@ -73,7 +72,7 @@ def _consts(args) -> bool:
 
 
 def _any_tensor(args) -> bool:
-    return any(isinstance(a, TensorVariable) for a in args)
+    return any(a.is_tensor for a in args)
 
 
 # ---- operators ---------------------------------------------------------------------
@@ -184,60 +183,20 @@ def _bool(tx, fn, args, kwargs):
 @handles(operator.contains)
 def _contains(tx, fn, args, kwargs):
     container, item = args
-    if isinstance(container, DictVariable) or (isinstance(container, DictViewVariable)
-                                               and container.kind != "values"):
-        return container.call_method(tx, "__contains__", [item], {})
-    if isinstance(container, TensorVariable):
-        tx.unsupported("`in` on a tensor depends on tensor data", category="data-dependent")
-    if is_user_instance(container):
-        result = user_contains(tx, container, item)
-        if result is not None:
-            return result
-    if _consts(args):
-        return fold(tx, fn, args, kwargs)
-    for element in container.unpack(tx):
-        if element is item:
-            return ConstantVariable(True)
-    if item.is_python_constant() and all(e.is_python_constant() or isinstance(e, TensorVariable)
-                                         for e in container.unpack(tx)):
-        value = item.as_python_constant()
-        return ConstantVariable(any(e.is_python_constant() and e.as_python_constant() == value
-                                    for e in container.unpack(tx)))
-    tx.unsupported(f"`in` on {container.describe()}", category="unsupported operator")
+    return container.contains_impl(tx, item)
 
 
 @handles(operator.getitem)
 def _getitem(tx, fn, args, kwargs):
     obj, key = args
-    if isinstance(obj, TensorVariable):
-        return tx.output.call_op("call_function", operator.getitem, args, {})
-    if isinstance(obj, DictVariable):
-        return obj.getitem(tx, key)
-    if isinstance(obj, BaseListVariable):
-        if isinstance(key, TensorVariable):
-            tx.unsupported("indexing a Python list with a tensor", category="data-dependent")
-        index = key.as_python_constant()
-        if isinstance(index, slice):
-            return obj.new_like(obj.items[index]) if not isinstance(obj, SizeVariable) \
-                else SizeVariable(obj.items[index])
-        try:
-            return obj.items[index]
-        except IndexError as e:
-            tx.raise_user_error(e)
-        except TypeError as e:
-            tx.raise_user_error(e)
-    if _consts(args):
-        return fold(tx, fn, args, kwargs)
-    return obj.call_method(tx, "__getitem__", [key], {})
+    return obj.getitem_impl(tx, key)
 
 
 @handles(operator.setitem)
 def _setitem(tx, fn, args, kwargs):
     obj, key, value = args
-    if isinstance(obj, TensorVariable):
-        tx.output.call_op("call_function", operator.setitem, args, {})
-        return ConstantVariable(None)
-    return obj.call_method(tx, "__setitem__", [key, value], {})
+    obj.setitem_impl(tx, key, value)
+    return ConstantVariable(None)
 
 
 @handles(operator.delitem)
@@ -272,7 +231,7 @@ class GetterVariable(VariableTracker):
         (obj,) = args
         fields = self.getter.__reduce__()[1]
         if isinstance(self.getter, operator.itemgetter):
-            got = [_getitem(tx, operator.getitem, [obj, ConstantVariable(k)], {}) for k in fields]
+            got = [obj.getitem_impl(tx, ConstantVariable(k)) for k in fields]
         else:
             got = []
             for path in fields:
@@ -288,15 +247,7 @@ class GetterVariable(VariableTracker):
 @handles(builtins.len, operator.length_hint)
 def _len(tx, fn, args, kwargs):
     (obj,) = args
-    if isinstance(obj, TensorVariable):
-        if obj.example.dim() == 0:
-            tx.raise_user_error(TypeError("len() of a 0-d tensor"))
-        return ConstantVariable(obj.example.shape[0])
-    if isinstance(obj, (BaseListVariable, DictVariable, SetVariable)):
-        return ConstantVariable(len(obj.items))
-    if obj.is_python_constant():
-        return fold(tx, builtins.len, args, kwargs)
-    return obj.call_method(tx, "__len__", [], {})
+    return obj.len_impl(tx)
 
 
 @handles(builtins.isinstance)
@@ -338,7 +289,7 @@ def _type(tx, fn, args, kwargs):
 def _getattr(tx, fn, args, kwargs):
     obj, name = args[0], args[1].as_python_constant()
     if len(args) == 3:
-        if not _has_attr(tx, obj, name):
+        if not obj.hasattr_impl(tx, name):
             return args[2]
     return obj.var_getattr(tx, name)
 
@@ -390,44 +341,9 @@ def _vars(tx, fn, args, kwargs):
     return args[0].var_getattr(tx, "__dict__")
 
 
-def _is_deleted(vt) -> bool:
-    from .objects import DELETED
-
-    return vt is DELETED
-
-
 @handles(builtins.hasattr)
 def _hasattr(tx, fn, args, kwargs):
-    return ConstantVariable(_has_attr(tx, args[0], args[1].as_python_constant()))
-
-
-def _has_attr(tx, obj, name: str) -> bool:
-    from .classes import ClassVariable
-    from .objects import PythonModuleVariable, UserObjectVariable
-
-    if isinstance(obj, ConstantVariable):
-        return hasattr(obj.value, name)
-    if isinstance(obj, TensorVariable):
-        return obj.has_attr(tx, name)
-    if isinstance(obj, UserObjectVariable) and obj.pending_attr_present(name) is not None:
-        return obj.pending_attr_present(name)  # written or deleted earlier in this trace
-    if isinstance(obj, PythonModuleVariable) and obj.source is not None:
-        pending = tx.output.side_effects.pending_global(obj.module.__dict__, name)
-        if pending is not None:
-            return not _is_deleted(pending)
-    if isinstance(obj, (PythonModuleVariable, UserObjectVariable, ClassVariable)):
-        real = obj.module if isinstance(obj, PythonModuleVariable) else (
-            obj.value if isinstance(obj, UserObjectVariable) else obj.cls)
-        present = hasattr(real, name)
-        in_dict = name in getattr(real, "__dict__", ())
-        if obj.source is not None and (in_dict or not present):  # else the class has it
-            tx.guard_attr_presence(obj.source, name, in_dict)
-        return present
-    if isinstance(obj, (BaseListVariable, DictVariable, SetVariable, DictViewVariable)):
-        return hasattr(obj.python_type(), name)
-    if isinstance(obj, (UserFunctionVariable, NestedFunctionVariable)):
-        return obj.has_attr(tx, name)
-    tx.unsupported(f"hasattr() on {obj.describe()}", category="unsupported builtin")
+    return ConstantVariable(args[0].hasattr_impl(tx, args[1].as_python_constant()))
 
 
 @handles(builtins.min, builtins.max)
@@ -564,15 +480,7 @@ def _repeat(tx, fn, args, kwargs):
 @handles(builtins.reversed)
 def _reversed(tx, fn, args, kwargs):
     (obj,) = args
-    if isinstance(obj, (IteratorVariable, SetVariable)):
-        tx.raise_user_error(TypeError(f"{obj.describe()} is not reversible"))
-    if isinstance(obj, (BaseListVariable, DictVariable, DictViewVariable)):
-        return obj.reverse_iterate(tx)  # live (Note [Live iterators])
-    if constant_sequence(obj):
-        if isinstance(obj.value, range):  # CPython: a range_iterator over the reversed range
-            return SequenceIteratorVariable(ConstantVariable(obj.value[::-1]))
-        return SequenceIteratorVariable(obj, reverse=True)
-    return SequenceIteratorVariable.over_items(list(reversed(obj.unpack(tx))))
+    return obj.reverse_iterate(tx)  # live over lists and dicts (Note [Live iterators])
 
 
 @handles(builtins.sorted)

@@ -21,6 +21,7 @@ from .base import VariableTracker
 from .constant import ConstantVariable
 from .functions import BoundMethodVariable
 from .lazy_int import wrap_int
+from .object_protocol import real_hasattr
 from .registry import guard, register
 
 MISSING = object()
@@ -145,6 +146,9 @@ class ClassVariable(VariableTracker):
         if bound is not None:
             return bound
         return tx.wrap(getattr(self.cls, name), src if src is not None else class_dict_source(owner, name))
+
+    def hasattr_impl(self, tx, name: str) -> bool:
+        return real_hasattr(tx, self, self.cls, name)
 
     def unpack(self, tx) -> list:
         if isinstance(self.cls, enum.EnumMeta):

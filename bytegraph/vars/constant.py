@@ -68,6 +68,21 @@ class ConstantVariable(VariableTracker):
             return SequenceIteratorVariable(self)
         return super().iterate(tx)
 
+    def reverse_iterate(self, tx):
+        from .iterators import SequenceIteratorVariable, constant_sequence
+
+        if constant_sequence(self):
+            if isinstance(self.value, range):  # CPython: a range_iterator over the reversed range
+                return SequenceIteratorVariable(ConstantVariable(self.value[::-1]))
+            return SequenceIteratorVariable(self, reverse=True)
+        return super().reverse_iterate(tx)
+
+    def hasattr_impl(self, tx, name: str) -> bool:
+        return hasattr(self.value, name)
+
+    def is_none(self) -> bool:
+        return self.value is None
+
     def reconstruct(self, cg) -> None:
         cg.load_const(self.value)
 

@@ -27,6 +27,18 @@ def _check_mutable(tx, vt, name: str) -> None:
     tx.output.side_effects.mutate(vt)
 
 
+def _replace_dict(d, new):
+    """Residual helper: replay of a dict's writes, keeping its identity."""
+    d.clear()
+    d.update(new)
+
+
+def _replace_set(s, new):
+    """Residual helper: replay of a set's writes, keeping its identity."""
+    s.clear()
+    s.update(new)
+
+
 def _mutating_keys(tx, vt, name: str, keys_change: bool) -> None:
     """`name()` is about to change dict or set `vt` (the barrier), and its set of keys too if
     `keys_change` (live iterators over it check `keys_version`)."""
@@ -40,6 +52,7 @@ class BaseListVariable(VariableTracker):
 
     __slots__ = ("items",)
     build_opcode = "BUILD_TUPLE"
+    rebuilt_as_new_object = True
 
     def __init__(self, items, source=None):
         super().__init__(source)
@@ -56,6 +69,35 @@ class BaseListVariable(VariableTracker):
 
     def truth(self, tx) -> bool:
         return bool(self.items)
+
+    def len_impl(self, tx) -> VariableTracker:
+        return ConstantVariable(len(self.items))
+
+    def getitem_impl(self, tx, key) -> VariableTracker:
+        if key.is_tensor:
+            tx.unsupported("indexing a Python list with a tensor", category="data-dependent")
+        index = key.as_python_constant()
+        if isinstance(index, slice):
+            return self.new_like(self.items[index])
+        try:
+            return self.items[index]
+        except IndexError as e:
+            tx.raise_user_error(e)
+        except TypeError as e:
+            tx.raise_user_error(e)
+
+    def hasattr_impl(self, tx, name: str) -> bool:
+        return hasattr(self.python_type(), name)
+
+    def children(self):
+        return self.items
+
+    def sequence_items(self):
+        return self.items
+
+    def as_fx_arg(self, tx):
+        items = [i.as_fx_arg(tx) for i in self.items]
+        return list(items) if self.python_type() is list else tuple(items)
 
     def iterate(self, tx):
         from .iterators import SequenceIteratorVariable
@@ -103,6 +145,10 @@ class SizeVariable(TupleVariable):
     """`torch.Size`: a tuple of constant ints under static shapes."""
 
     __slots__ = ()
+    rebuilt_as_new_object = False
+
+    def as_fx_arg(self, tx):
+        return torch.Size(self.as_python_constant())
 
     def python_type(self) -> type:
         return torch.Size
@@ -186,6 +232,13 @@ class ListVariable(BaseListVariable):
 
     def python_type(self) -> type:
         return list
+
+    def replay_records(self, cg) -> list:
+        def push():  # src[:] = [items...]
+            cg.reconstruct_items(self.items, "BUILD_LIST")
+            self.source.reconstruct(cg)
+            cg.load_const(slice(None))
+        return [(push, cg.store_subscr)]
 
     def call_method(self, tx, name, args, kwargs):
         if name in _LIST_MUTATORS:
@@ -274,6 +327,7 @@ class DictVariable(VariableTracker):
     iterators notice them (Note [Live iterators] in vars/iterators.py)."""
 
     __slots__ = ("items", "dict_type", "keys_version")
+    rebuilt_as_new_object = True
 
     def __init__(self, items: dict, source=None, dict_type=dict):
         super().__init__(source)
@@ -309,11 +363,37 @@ class DictVariable(VariableTracker):
     def truth(self, tx) -> bool:
         return bool(self.items)
 
-    def getitem(self, tx, key_vt) -> VariableTracker:
-        key = _const_key(tx, key_vt)
+    def len_impl(self, tx) -> VariableTracker:
+        return ConstantVariable(len(self.items))
+
+    def contains_impl(self, tx, item) -> VariableTracker:
+        return self.call_method(tx, "__contains__", [item], {})
+
+    def getitem_impl(self, tx, key_vt) -> VariableTracker:
+        key = key_vt.key_impl(tx)
         if key not in self.items:
             tx.raise_user_error(KeyError(key))
         return self.items[key]
+
+    def hasattr_impl(self, tx, name: str) -> bool:
+        return hasattr(self.python_type(), name)
+
+    def children(self):
+        return self.items.values()
+
+    def as_fx_arg(self, tx):
+        return {k: v.as_fx_arg(tx) for k, v in self.items.items()}
+
+    def as_kwargs(self, tx) -> dict:
+        return dict(self.items)
+
+    def replay_records(self, cg) -> list:
+        def push_new():
+            for k, v in self.items.items():
+                cg.load_const(k)
+                cg.reconstruct(v)
+            cg.build("BUILD_MAP", len(self.items))
+        return [cg.helper_effect(_replace_dict, self.source, push_new)]
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if callable(getattr(self.dict_type, name, None)):
@@ -329,11 +409,11 @@ class DictVariable(VariableTracker):
 
             return DictViewVariable(self, name)
         if name == "get":
-            key = _const_key(tx, args[0])
+            key = args[0].key_impl(tx)
             default = args[1] if len(args) > 1 else ConstantVariable(None)
             return items.get(key, default)
         if name == "__contains__":
-            return ConstantVariable(_const_key(tx, args[0]) in items)
+            return ConstantVariable(args[0].key_impl(tx) in items)
         if name == "__len__":
             return ConstantVariable(len(items))
         if name == "__iter__" and not args:
@@ -343,24 +423,24 @@ class DictVariable(VariableTracker):
         if name == "copy":
             return DictVariable(items, dict_type=self.dict_type)
         if name == "__getitem__":
-            return self.getitem(tx, args[0])
+            return self.getitem_impl(tx, args[0])
         tx.unsupported(f"method {name}() of {self.describe()}", category="unsupported call")
 
     def _mutate(self, tx, name, args, kwargs) -> VariableTracker:
         """The dict methods that change it; each begins with the one mutation hook call."""
         items = self.items
         if name == "__setitem__":
-            key = _const_key(tx, args[0])
+            key = args[0].key_impl(tx)
             _mutating_keys(tx, self, name, key not in items)
             items[key] = args[1]
             return ConstantVariable(None)
         if name == "__delitem__":
-            self.getitem(tx, args[0])
+            self.getitem_impl(tx, args[0])
             _mutating_keys(tx, self, name, True)
-            del items[_const_key(tx, args[0])]
+            del items[args[0].key_impl(tx)]
             return ConstantVariable(None)
         if name == "pop":
-            key = _const_key(tx, args[0])
+            key = args[0].key_impl(tx)
             if key in items:
                 _mutating_keys(tx, self, name, True)
                 return items.pop(key)
@@ -372,7 +452,7 @@ class DictVariable(VariableTracker):
         if name == "move_to_end" and self.dict_type is not dict:
             return self._move_to_end(tx, args, kwargs)
         if name == "setdefault":
-            key = _const_key(tx, args[0])
+            key = args[0].key_impl(tx)
             if key in items:
                 return items[key]
             _mutating_keys(tx, self, name, True)
@@ -407,7 +487,7 @@ class DictVariable(VariableTracker):
         return TupleVariable([ConstantVariable(key), self.items.pop(key)])
 
     def _move_to_end(self, tx, args, kwargs) -> VariableTracker:
-        key = _const_key(tx, args[0])
+        key = args[0].key_impl(tx)
         flag = args[1] if len(args) > 1 else kwargs.get("last", ConstantVariable(True))
         if key not in self.items:
             tx.raise_user_error(KeyError(key))
@@ -440,14 +520,8 @@ def _as_mapping(tx, vt) -> dict:
     pairs = {}
     for pair in vt.unpack(tx):
         k, v = pair.unpack(tx)
-        pairs[_const_key(tx, k)] = v
+        pairs[k.key_impl(tx)] = v
     return pairs
-
-
-def _const_key(tx, vt):
-    if not vt.is_python_constant():
-        tx.unsupported(f"using {vt.describe()} as a dict key", category="unsupported dict key")
-    return vt.as_python_constant()
 
 
 class SetVariable(VariableTracker):
@@ -455,13 +529,14 @@ class SetVariable(VariableTracker):
     `keys_version` counts the changes of its members (Note [Live iterators])."""
 
     __slots__ = ("items", "keys_version")
+    rebuilt_as_new_object = True
 
     def __init__(self, items: list, source=None, tx=None):
         super().__init__(source)
         self.items = {}
         self.keys_version = 0
         for vt in items:
-            self.items[_const_key(tx, vt)] = vt
+            self.items[vt.key_impl(tx)] = vt
 
     def python_type(self) -> type:
         return set
@@ -486,6 +561,21 @@ class SetVariable(VariableTracker):
     def truth(self, tx) -> bool:
         return bool(self.items)
 
+    def len_impl(self, tx) -> VariableTracker:
+        return ConstantVariable(len(self.items))
+
+    def hasattr_impl(self, tx, name: str) -> bool:
+        return hasattr(self.python_type(), name)
+
+    def children(self):
+        return self.items.values()
+
+    def reverse_iterate(self, tx):
+        tx.raise_user_error(TypeError(f"{self.describe()} is not reversible"))
+
+    def replay_records(self, cg) -> list:
+        return [cg.helper_effect(_replace_set, self.source, lambda: cg.load_const(tuple(self.items)))]
+
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if callable(getattr(set, name, None)):
             return MethodOfVariable(self, name)
@@ -504,12 +594,12 @@ class SetVariable(VariableTracker):
         """The set methods that change it; each begins with the one mutation hook call."""
         items = self.items
         if name == "add":
-            key = _const_key(tx, args[0])
+            key = args[0].key_impl(tx)
             _mutating_keys(tx, self, name, key not in items)
             items.setdefault(key, args[0])
             return ConstantVariable(None)
         if name in ("discard", "remove"):
-            key = _const_key(tx, args[0])
+            key = args[0].key_impl(tx)
             if key not in items:
                 if name == "remove":
                     tx.raise_user_error(KeyError(key))
@@ -521,7 +611,7 @@ class SetVariable(VariableTracker):
             new = {}
             for other in args:
                 for vt in other.unpack(tx):
-                    new[_const_key(tx, vt)] = vt
+                    new[vt.key_impl(tx)] = vt
             _mutating_keys(tx, self, name, not new.keys() <= items.keys())
             for key, vt in new.items():
                 items.setdefault(key, vt)

@@ -15,7 +15,7 @@ import types
 
 from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
-from .containers import DictVariable, SetVariable, TupleVariable, _const_key
+from .containers import DictVariable, SetVariable, TupleVariable
 from .iterators import HashedIteratorVariable, iterator_of
 
 _SET_OPERATORS = {operator.and_: "&", operator.or_: "|", operator.sub: "-", operator.xor: "^"}
@@ -27,6 +27,7 @@ class DictViewVariable(VariableTracker):
     """`dict_vt.keys()` / `.values()` / `.items()` (`kind`), live over `dict_vt`."""
 
     __slots__ = ("dict_vt", "kind")
+    rebuilt_as_new_object = True
 
     def __init__(self, dict_vt: DictVariable, kind: str, source=None):
         super().__init__(source)
@@ -56,6 +57,17 @@ class DictViewVariable(VariableTracker):
     def truth(self, tx) -> bool:
         return bool(self.dict_vt.items)
 
+    def contains_impl(self, tx, item) -> VariableTracker:
+        if self.kind == "values":  # compares by equality, as a scan of the values
+            return super().contains_impl(tx, item)
+        return self.call_method(tx, "__contains__", [item], {})
+
+    def hasattr_impl(self, tx, name: str) -> bool:
+        return hasattr(self.python_type(), name)
+
+    def children(self):
+        return (self.dict_vt,)
+
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if name == "mapping":
             return MappingProxyVariable(self.dict_vt)
@@ -79,7 +91,7 @@ class DictViewVariable(VariableTracker):
     def _contains(self, tx, item) -> bool:
         items = self.dict_vt.items
         if self.kind == "keys":
-            return _const_key(tx, item) in items
+            return item.key_impl(tx) in items
         if isinstance(item, TupleVariable) and type(item) is TupleVariable:
             pair = item.items
         elif isinstance(item, ConstantVariable) and type(item.value) is tuple:
@@ -88,7 +100,7 @@ class DictViewVariable(VariableTracker):
             return False  # CPython: only a 2-tuple can be in an items view
         if len(pair) != 2:
             return False
-        key = _const_key(tx, pair[0])
+        key = pair[0].key_impl(tx)
         if key not in items:
             return False
         value, wanted = items[key], pair[1]
@@ -170,6 +182,9 @@ class MappingProxyVariable(VariableTracker):
 
     def truth(self, tx) -> bool:
         return bool(self.dict_vt.items)
+
+    def children(self):
+        return (self.dict_vt,)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if name in _PROXY_METHODS:

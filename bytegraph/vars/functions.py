@@ -15,8 +15,8 @@ import inspect
 import types
 
 from ..guards.guard import Guard, GuardKind
-from ..guards.sources import AttrSource, CellContentsSource, DefaultSource, DefaultsSource, ObjectSource
-from .base import VariableTracker
+from ..guards.sources import AttrSource, CellContentsSource, ClosureSource, DefaultSource, DefaultsSource, ObjectSource
+from .base import REPLAY_CELL, VariableTracker
 from .constant import ConstantVariable
 from .registry import guard, register
 
@@ -32,6 +32,8 @@ class CellVariable(VariableTracker):
     never reads is not guarded at all."""
 
     __slots__ = ("_contents", "name", "_pending")
+    rebuilt_as_new_object = True
+    replay_phase = REPLAY_CELL
 
     def __init__(self, name: str, contents=None, source=None, pending=None):
         super().__init__(source)
@@ -66,6 +68,31 @@ class CellVariable(VariableTracker):
         """The contents if the trace has read or written them, else None (the real cell
         is unchanged)."""
         return None if self._pending is not None else self._contents
+
+    def children(self):
+        known = self.known_contents()
+        return (known,) if known is not None else ()
+
+    def replay_records(self, cg) -> list:
+        """Write the real cell (the root frame's free variable, or a cell reached through a
+        function or held in a local); an emptied cell is deleted."""
+        src = self.source
+        contents = self.contents
+        if isinstance(src, ClosureSource):  # the root frame's own free variable
+            if contents is None:
+                return [((lambda: None), (lambda: cg.delete_deref(src.var_name)))]
+            return [((lambda: cg.reconstruct(contents)), (lambda: cg.store_deref(src.var_name)))]
+
+        def push():
+            if contents is not None:
+                cg.reconstruct(contents)
+            src.cell().reconstruct(cg)
+        if contents is None:
+            return [(push, lambda: cg.delete_attr("cell_contents"))]
+        return [(push, lambda: cg.store_attr("cell_contents"))]
+
+    def replayed_values(self):
+        return (self.contents,) if self.contents is not None else ()
 
     def python_type(self) -> type:
         return types.CellType
@@ -167,11 +194,19 @@ class UserFunctionVariable(BaseFunctionVariable):
             cells.append(known)
         return cells
 
-    def has_attr(self, tx, name: str) -> bool:
+    def hasattr_impl(self, tx, name: str) -> bool:
         present = hasattr(self.fn, name)
         if not hasattr(type(self.fn), name):  # decided by the function's own __dict__
             tx.guard_attr_presence(self.source, name, present)
         return present
+
+    def inlined_function(self):
+        return self.fn
+
+    def compiled_callee(self, tx):
+        from .trace_rules import is_traceable
+
+        return (self, None) if is_traceable(self.fn) else None
 
     def var_getattr(self, tx, name):
         from .containers import TupleVariable
@@ -233,6 +268,7 @@ class NestedFunctionVariable(BaseFunctionVariable):
 
     __slots__ = ("code", "f_globals", "globals_source", "defaults", "kwdefaults", "closure", "qualname",
                  "annotations", "attrs", "func_dict")
+    rebuilt_as_new_object = True
 
     def __init__(self, code, f_globals, globals_source, defaults, kwdefaults, closure, qualname,
                  annotations=None):
@@ -262,8 +298,8 @@ class NestedFunctionVariable(BaseFunctionVariable):
     def closure_cells(self, tx):
         return list(self.closure.items) if self.closure is not None else []
 
-    def parts(self) -> list:
-        """Every tracker the rebuilt function holds (for collecting graph outputs)."""
+    def children(self) -> list:
+        """Every tracker the rebuilt function holds."""
         return [p for p in (self.defaults, self.kwdefaults, self.closure, self.annotations, self.func_dict,
                             *self.attrs.values()) if p is not None]
 
@@ -300,7 +336,7 @@ class NestedFunctionVariable(BaseFunctionVariable):
             return super().var_getattr(tx, name)  # a function attribute not modeled: graph break
         tx.raise_user_error(AttributeError(f"'function' object has no attribute '{name}'"))
 
-    def has_attr(self, tx, name: str) -> bool:
+    def hasattr_impl(self, tx, name: str) -> bool:
         if name in self.attrs or hasattr(types.FunctionType, name):
             return True
         return self.func_dict is not None and name in self.func_dict.items
@@ -421,8 +457,18 @@ class BoundMethodVariable(VariableTracker):
             return self.fn
         return self.fn.var_getattr(tx, name)
 
-    def parts(self) -> list:
+    def children(self) -> list:
         return [self.fn, self.obj]
+
+    def built_once(self) -> bool:
+        return True  # reading a method attribute makes a new method object
+
+    def inlined_function(self):
+        return self.fn.inlined_function()
+
+    def compiled_callee(self, tx):
+        callee = self.fn.compiled_callee(tx)
+        return (callee[0], self.obj) if callee is not None and callee[1] is None else None
 
     def reconstruct(self, cg) -> None:
         cg.push_null()
@@ -440,6 +486,9 @@ class MethodObjectVariable(BoundMethodVariable):
     reloaded from its source, so it stays that very object."""
 
     __slots__ = ()
+
+    def built_once(self) -> bool:
+        return self.source is None
 
     def reconstruct(self, cg) -> None:
         if self.source is None:
@@ -481,6 +530,7 @@ class PartialVariable(VariableTracker):
     """`functools.partial(fn, *args, **kwargs)` made or read during tracing."""
 
     __slots__ = ("fn", "args", "kwargs")
+    rebuilt_as_new_object = True
 
     def __init__(self, fn, args, kwargs, source=None):
         super().__init__(source)
@@ -507,7 +557,7 @@ class PartialVariable(VariableTracker):
             return DictVariable(self.kwargs)
         return super().var_getattr(tx, name)
 
-    def parts(self) -> list:
+    def children(self) -> list:
         return [self.fn, *self.args, *self.kwargs.values()]
 
     def reconstruct(self, cg) -> None:

@@ -25,13 +25,15 @@ of what it walks and a position, never a copy of the items. `map`, `zip` and
 """
 from __future__ import annotations
 
-from .base import VariableTracker
+from .base import REPLAY_ITERATOR, VariableTracker
 from .constant import ConstantVariable
 from .containers import BaseListVariable, DictVariable, ListVariable, TupleVariable, _check_mutable
 
 
 class IteratorVariable(VariableTracker):
     __slots__ = ()
+    kept_in_block = True  # a for-loop's iterator
+    replay_phase = REPLAY_ITERATOR
 
     def python_type(self) -> type:
         return type(iter([]))
@@ -52,6 +54,9 @@ class IteratorVariable(VariableTracker):
     def iterate(self, tx):
         return self
 
+    def reverse_iterate(self, tx):
+        tx.raise_user_error(TypeError(f"{self.describe()} is not reversible"))
+
 
 _CONSTANT_SEQUENCES = (str, bytes, range, tuple)
 
@@ -70,6 +75,7 @@ class SequenceIteratorVariable(IteratorVariable):
     (`seq` its tracker); see Note [Live iterators]."""
 
     __slots__ = ("seq", "index", "reverse", "_const_items")
+    rebuilt_as_new_object = True
 
     def __init__(self, seq: VariableTracker, reverse: bool = False, index: int | None = None, source=None):
         super().__init__(source)
@@ -84,6 +90,12 @@ class SequenceIteratorVariable(IteratorVariable):
     def over_items(cls, items: list) -> "SequenceIteratorVariable":
         """An iterator over items computed at trace time (a tuple made during tracing)."""
         return cls(TupleVariable(items))
+
+    def children(self):
+        return (self.seq,)  # rebuilt over the whole sequence
+
+    def replay_records(self, cg) -> list:
+        return [cg.helper_effect(set_iterator_state, self.source, lambda: cg.load_const(self.index))]
 
     def _items(self) -> list:
         return self.seq.items if self._const_items is None else self._const_items
@@ -156,6 +168,7 @@ class HashedIteratorVariable(IteratorVariable):
     over a set (`kind` None); see Note [Live iterators]."""
 
     __slots__ = ("container", "kind", "reverse", "keys", "size", "version", "index", "start")
+    rebuilt_as_new_object = True
 
     def __init__(self, container, kind: str | None = None, reverse: bool = False, index: int = 0, source=None):
         super().__init__(source)
@@ -168,6 +181,9 @@ class HashedIteratorVariable(IteratorVariable):
         self.version = container.keys_version
         self.index = index
         self.start = index  # a real iterator from outside is replayed by advancing it from here
+
+    def children(self):
+        return (self.container,)
 
     def python_type(self) -> type:
         kind = self.kind or "keys"
@@ -222,12 +238,13 @@ class HashedIteratorVariable(IteratorVariable):
             return [k for k, _ in remaining] == keys
         return len(remaining) == len(keys) if self.kind == "values" else list(remaining) == keys
 
-    def replay_steps(self, cg):
-        """How far the trace advanced the real iterator (None: to its end), for the replay."""
+    def replay_records(self, cg) -> list:
+        """Advance the real iterator as far as the trace did (None: to its end)."""
         if self.container.source is not None and cg.tx.output.side_effects.is_mutated(self.container):
             cg.tx.unsupported(f"advancing a real iterator of {self.container.describe()} that this graph "
                               "also changed", category="side effect")
-        return None if self.index is None else self.index - self.start
+        steps = None if self.index is None else self.index - self.start
+        return [cg.helper_effect(advance_iterator, self.source, lambda: cg.load_const(steps))]
 
     def reconstruct(self, cg) -> None:
         if self.source is not None:

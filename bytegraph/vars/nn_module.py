@@ -46,7 +46,7 @@ from .constant import ConstantVariable
 from .containers import DictVariable, TupleVariable
 from .functions import BoundMethodVariable
 from .lazy_int import wrap_int
-from .classes import class_lookup
+from .classes import class_dict_source, class_lookup
 from .objects import DELETED, UserObjectVariable
 from .registry import register
 from .tensor import TensorVariable
@@ -380,6 +380,21 @@ class NNModuleVariable(UserObjectVariable):
                 and not self.has_hooks(tx):
             return self.var_getattr(tx, "forward").call_function(tx, args, kwargs)
         return super().call_function(tx, args, kwargs)  # inline type(module).__call__ (hooks run)
+
+    def inlined_function(self):
+        return getattr(type(self.value), "forward", None)  # a call without hooks inlines forward
+
+    def compiled_callee(self, tx):
+        """A module without hooks (now guarded) is called as `forward(module, ...)`, its
+        class's `forward` compiled by bytegraph."""
+        from .trace_rules import is_traceable
+
+        if self.source is None:
+            return None
+        owner, forward = class_lookup(type(self.value), "forward")
+        if not (isinstance(forward, types.FunctionType) and is_traceable(forward)) or self.has_hooks(tx):
+            return None
+        return tx.wrap(forward, class_dict_source(owner, "forward")), self
 
     def has_hooks(self, tx) -> bool:
         """Whether a call must run `Module._call_impl`'s hook logic (Note [Module call guard])."""

@@ -26,12 +26,13 @@ import torch
 
 from ..guards.guard import GuardKind
 from ..guards.sources import AttrSource
-from .base import CallableValueVariable, VariableTracker
+from .base import REPLAY_OBJECT, CallableValueVariable, VariableTracker
 from .classes import MISSING, bind_class_attribute, call_property, class_lookup, is_data_descriptor, \
     wrap_attribute
 from .constant import ConstantVariable
 from .containers import DICT_MUTATORS, DictVariable
 from .lazy_int import wrap_int
+from .object_protocol import real_hasattr
 from .registry import guard, register
 
 class _Deleted:
@@ -99,6 +100,13 @@ class PythonModuleVariable(VariableTracker):
                            category="side effect")
         tx.output.side_effects.store_global(self.module.__dict__, AttrSource(self.source, "__dict__"), name, value)
 
+    def hasattr_impl(self, tx, name: str) -> bool:
+        if self.source is not None:
+            pending = tx.output.side_effects.pending_global(self.module.__dict__, name)
+            if pending is not None:
+                return pending is not _DELETED
+        return real_hasattr(tx, self, self.module, name)
+
     def describe(self) -> str:
         return f"module {self.module.__name__}"
 
@@ -152,6 +160,8 @@ class UserObjectVariable(VariableTracker):
     """An instance of a user class (or any object without a dedicated tracker)."""
 
     __slots__ = ("value", "attrs")
+    rebuilt_as_new_object = True
+    replay_phase = REPLAY_OBJECT
 
     def __init__(self, value, source=None):
         super().__init__(source)
@@ -301,9 +311,43 @@ class UserObjectVariable(VariableTracker):
     def unpack(self, tx) -> list:
         return self.iterate(tx).unpack(tx)
 
+    def contains_impl(self, tx, item) -> VariableTracker:
+        from .dunders import user_contains
+
+        result = user_contains(tx, self, item)
+        return result if result is not None else super().contains_impl(tx, item)
+
+    def hasattr_impl(self, tx, name: str) -> bool:
+        pending = self.pending_attr_present(name)
+        if pending is not None:
+            return pending  # written or deleted earlier in this trace
+        return real_hasattr(tx, self, self.value, name)
+
+    def children(self):
+        return [item for item in (self.attrs or {}).values() if item is not _DELETED]
+
+    def replay_records(self, cg) -> list:
+        """`setattr`/`delattr` per pending attribute write, in write order."""
+        return [_attr_record(cg, self.source, name, value) for name, value in self.attrs.items()]
+
+    def replayed_values(self):
+        return [v for v in self.attrs.values() if v is not _DELETED]
+
     def describe(self) -> str:
         what = self.source.describe() if self.source is not None else "object"
         return f"{what} of type {type(self.value).__qualname__}"
+
+
+def _attr_record(cg, source, name, value) -> tuple:
+    if isinstance(name, tuple):  # (DELETE_FIRST, name): a delete before re-adding `name`
+        name = name[1]
+    if value is _DELETED:
+        return (lambda: source.reconstruct(cg)), (lambda: cg.delete_attr(name))
+
+    def push():
+        cg.reconstruct(value)
+        source.reconstruct(cg)
+    return push, (lambda: cg.store_attr(name))
 
 
 class NewObjectVariable(UserObjectVariable):

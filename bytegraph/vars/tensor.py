@@ -70,6 +70,7 @@ _UNSUPPORTED_ATTRS = {
 
 class TensorVariable(VariableTracker):
     __slots__ = ("node", "example", "cls")
+    is_tensor = True
 
     def __init__(self, node, example, source=None, cls=torch.Tensor):
         super().__init__(source)
@@ -106,7 +107,7 @@ class TensorVariable(VariableTracker):
         tx.unsupported(f"attribute '{name}' of {self.describe()}", category="unsupported tensor attribute",
                        hint="only standard torch.Tensor attributes are captured")
 
-    def has_attr(self, tx, name: str) -> bool:
+    def hasattr_impl(self, tx, name: str) -> bool:
         """`hasattr(x, name)`: a torch.Tensor attribute, or one that user code set on it."""
         if hasattr(self.cls, name):
             return hasattr(self.example, name)
@@ -179,6 +180,26 @@ class TensorVariable(VariableTracker):
         tx.unsupported(f"`if`/`while`/`and`/`or` on {self.describe()} depends on tensor data",
                        category="data-dependent",
                        hint="use torch.where / torch.cond, or compute the condition outside")
+
+    def len_impl(self, tx) -> VariableTracker:
+        if self.example.dim() == 0:
+            tx.raise_user_error(TypeError("len() of a 0-d tensor"))
+        return ConstantVariable(self.example.shape[0])
+
+    def contains_impl(self, tx, item) -> VariableTracker:
+        tx.unsupported("`in` on a tensor depends on tensor data", category="data-dependent")
+
+    def getitem_impl(self, tx, key) -> VariableTracker:
+        return tx.output.call_op("call_function", operator.getitem, [self, key], {})
+
+    def setitem_impl(self, tx, key, value) -> None:
+        tx.output.call_op("call_function", operator.setitem, [self, key, value], {})
+
+    def as_fx_arg(self, tx):
+        node = self.node
+        if node.graph is not tx.output.graph:  # a value of an enclosing graph used in a subgraph
+            return tx.output.lift(node)
+        return node
 
     # An in-place op (`x.unsqueeze_(0)`) changes the fake example's metadata: the barrier
     # (OutputGraph._before_inplace) saves it, a restore puts it back on the same fake.

@@ -89,6 +89,9 @@ class GradModeVariable(VariableTracker):
         return torch.set_grad_enabled if self.switch_on_init else (
             torch.no_grad if not self.target else torch.enable_grad)
 
+    def enter_with(self, tx) -> tuple:
+        return WithExitVariable(self), self.enter(tx)
+
     def enter(self, tx) -> VariableTracker:
         tx.output.side_effects.touch(self)
         self.prior = tx.output.grad_enabled if not self.switch_on_init else self.prior
@@ -130,6 +133,7 @@ class WithExitVariable(VariableTracker):
     `RestoreGradMode` handed to a resume function inside the block is wrapped as one."""
 
     __slots__ = ("ctx",)
+    kept_in_block = True
 
     def __init__(self, ctx, source=None):
         super().__init__(source)
