@@ -235,6 +235,28 @@ def test_a_dropped_compiled_function_takes_its_graph_globals_along():
     assert name not in globals()
 
 
+def test_reset_empties_the_resume_function_and_continuation_caches():
+    """They are keyed by the user's code and hold resume functions (with their globals):
+    without this every function ever compiled with a break stays cached."""
+    from bytegraph.translate import continuation, resume
+
+    def inner(x):
+        bytegraph.graph_break()
+        return x + 1
+
+    def fn(x):
+        return inner(x * 2) * 3
+
+    compiled = bytegraph.compile(fn)
+    x = torch.randn(3)
+    torch.testing.assert_close(compiled(x), fn(x))
+    assert any(key[0] is fn.__code__ or key[0] is inner.__code__ for key in resume._cache)
+    assert continuation._cache
+    bytegraph.reset()
+    assert not resume._cache and not continuation._cache
+    torch.testing.assert_close(compiled(x), fn(x))  # compiles again after the reset
+
+
 def test_reset_removes_graph_globals():
     compiled = bytegraph.compile(single)
     compiled(torch.randn(3))

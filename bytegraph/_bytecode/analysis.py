@@ -15,6 +15,7 @@ from __future__ import annotations
 import dis
 import opcode
 import types
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -66,7 +67,7 @@ def stack_effect(inst: Inst, jump: bool) -> int:
     return dis.stack_effect(inst.opcode, arg, jump=jump)
 
 
-_handlers_cache: dict[types.CodeType, tuple[Handler | None, ...]] = {}
+_handlers_cache = weakref.WeakKeyDictionary()  # code -> tuple[Handler | None, ...]
 
 
 def handlers(code: types.CodeType) -> tuple[Handler | None, ...]:
@@ -118,7 +119,7 @@ def edges(code: types.CodeType, index: int, depth: int) -> Iterator[tuple[int, i
         yield handler.target, handler.entry_depth
 
 
-_depths_cache: dict[types.CodeType, list[int]] = {}
+_depths_cache = weakref.WeakKeyDictionary()  # code -> list[int]
 
 
 def stack_depths(code: types.CodeType) -> list[int]:
@@ -167,7 +168,7 @@ class _Liveness:
     frozen: dict[int, frozenset[str]]
 
 
-_liveness_cache: dict[types.CodeType, _Liveness] = {}
+_liveness_cache = weakref.WeakKeyDictionary()  # code -> _Liveness
 
 
 def live_locals(code: types.CodeType, index: int) -> frozenset[str]:
@@ -224,7 +225,7 @@ def _backward(code: types.CodeType, names: tuple[str, ...], gen_kill: list[tuple
     return _Liveness(names, live_in, {})
 
 
-_cell_reads_cache: dict[types.CodeType, _Liveness] = {}
+_cell_reads_cache = weakref.WeakKeyDictionary()  # code -> _Liveness
 _CELL_READS = frozenset({"LOAD_DEREF", "LOAD_CLASSDEREF", "DELETE_DEREF"})
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dis
 import types
+import weakref
 from dataclasses import dataclass
 
 _JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
@@ -30,7 +31,7 @@ class Inst:
         return f"<{self.opname} {self.argval!r} @{self.offset} line {self.lineno}>"
 
 
-_cache: dict[types.CodeType, tuple[Inst, ...]] = {}
+_cache = weakref.WeakKeyDictionary()  # code -> tuple[Inst, ...]; goes with the code
 
 
 def instructions_of(code: types.CodeType) -> tuple[Inst, ...]:

@@ -23,6 +23,8 @@ from ..errors import GraphBreak, InternalTracerError, Unsupported, UserCodeRaise
 from ..guards.compile import CompiledGuards
 from ..guards.sources import OBJECT_REFS, LocalSource
 from ..translate.capture import argument_names, capture
+from ..translate.continuation import forget_continuations
+from ..translate.resume import forget_resume_functions
 from .logs import logger
 
 _live: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
@@ -352,3 +354,5 @@ def reset_all() -> None:
         for state in list(_live):
             state.reset()
         _callees.clear()
+        forget_resume_functions()
+        forget_continuations()

@@ -20,6 +20,7 @@ continuation's own code, so the resume functions of a loop with a break converge
 from __future__ import annotations
 
 import types
+import weakref
 
 from bytecode import Instr
 
@@ -28,8 +29,14 @@ from .._bytecode.instructions import instructions_of
 
 _FILENAME = "<bytegraph continuation>"
 _cache: dict = {}
-# continuation code -> (calls, instruction index of each call's CALL: innermost first)
-_CALLS: dict = {}
+# continuation code -> (calls, instruction index of each call's CALL: innermost first);
+# weak: the entry goes with the continuation's code
+_CALLS = weakref.WeakKeyDictionary()
+
+
+def forget_continuations() -> None:
+    """Drop the cache of continuations (`bytegraph.reset()`), which hold resume functions."""
+    _cache.clear()
 
 
 def is_continuation_code(code: types.CodeType) -> bool:

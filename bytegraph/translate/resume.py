@@ -30,6 +30,7 @@ variable and `self` as the first local).
 from __future__ import annotations
 
 import types
+import weakref
 
 from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
 from bytecode.instr import CellVar, FreeVar
@@ -44,7 +45,7 @@ def stack_arg_name(slot: int) -> str:
     return f"__bg_stack_{slot}"
 
 
-_bodies: dict = {}
+_bodies = weakref.WeakKeyDictionary()  # user code -> its body as `bytecode` instructions; goes with the code
 
 
 def _body(code: types.CodeType) -> tuple[list, list[int], int]:
@@ -108,9 +109,15 @@ def resume_name(code: types.CodeType, index: int) -> str:
 # A resume function's code -> (the user's code it resumes, the index there of each of its
 # instructions, -1 in its prologue). A break inside a resume function resumes the
 # *user's* code again, so a loop with a break reuses one resume function instead of
-# nesting new ones.
-_ORIGIN: dict = {}
-_cache: dict = {}
+# nesting new ones. Weak: the entry goes with the resume function's code.
+_ORIGIN = weakref.WeakKeyDictionary()
+_cache: dict = {}  # (user code, index, stack layout, live locals, globals) -> resume function
+
+
+def forget_resume_functions() -> None:
+    """Drop the cache of resume functions (`bytegraph.reset()`): each holds its user
+    code and globals, and every entry made for any function would stay alive otherwise."""
+    _cache.clear()
 
 
 def is_resume_code(code: types.CodeType) -> bool:
