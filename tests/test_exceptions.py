@@ -21,30 +21,52 @@ class SubUserError(UserError):
 
 # ---- the matrix: depth x where it is caught x where the graph break is -------------------
 
-def _level(x, depth, catch_here, brk):
-    if depth == 0:
-        if brk == "after":
-            bytegraph.graph_break()
-        x = x * 2
-        if catch_here:
-            try:
-                raise ValueError("boom", 7)
-            except ValueError as e:
-                x = x + e.args[1]
-        else:
+def _leaf(x, catch_here, brk):
+    if brk == "after":
+        bytegraph.graph_break()
+    x = x * 2
+    if catch_here:
+        try:
             raise ValueError("boom", 7)
-        return x + 1
+        except ValueError as e:
+            x = x + e.args[1]
+    else:
+        raise ValueError("boom", 7)
+    return x + 1
+
+
+def _level(x, depth, catch_here, brk):
+    """Raises (or raises and catches) at inlining depth `depth` below this frame."""
+    if depth == 1:
+        return _leaf(x + 1, catch_here, brk) - 1
     return _level(x + 1, depth - 1, catch_here, brk) - 1
 
 
 def _root(x, depth, mode, brk):
-    if mode == "caller":
+    catch_here = mode == "same"
+    if mode == "caller" and depth > 0:  # the root frame catches what a callee raised
         try:
             y = _level(x, depth, False, brk)
         except ValueError as e:
             y = x - len(e.args)
-    else:
-        y = _level(x, depth, mode == "same", brk)
+    elif depth > 0:
+        y = _level(x, depth, catch_here, brk)
+    else:  # the root frame raises; mode "caller" is the caller of the compiled function
+        try:
+            if brk == "after":
+                bytegraph.graph_break()
+            y = x * 2
+            if catch_here:
+                try:
+                    raise ValueError("boom", 7)
+                except ValueError as e:
+                    y = y + e.args[1]
+            else:
+                raise ValueError("boom", 7)
+        except ValueError as e:
+            if mode == "uncaught":
+                raise
+            y = x - len(e.args)
     if brk == "before":
         bytegraph.graph_break()
     return y * 3
