@@ -424,3 +424,31 @@ def test_eager_entry_guards_are_the_ones_that_decided():
     with pytest.raises(UserError):
         cf(torch.randn(3), True)
     assert len(cf.__bg_compiled__.entries) == 2
+
+
+def test_with_exit_sees_a_traceback():
+    class Check:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, kind, value, tb):
+            self.had_tb = tb is not None
+            return True
+
+    def f(x, cm):
+        with cm:
+            {}["k"]
+        return x + 1, cm.had_tb
+
+    check(f, torch.randn(3), Check(), fullgraph=True, graphs=1)
+
+
+def test_reading_traceback_breaks_under_fullgraph():
+    def f(x):
+        try:
+            raise ValueError("v")
+        except ValueError as e:
+            return x + 1, e.__traceback__ is None
+
+    with pytest.raises(bytegraph.Unsupported, match="__traceback__"):
+        bytegraph.compile(f, fullgraph=True)(torch.randn(3))

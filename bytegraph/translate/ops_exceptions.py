@@ -9,7 +9,7 @@ records as its `__context__`), WITH_EXCEPT_START calls a `with` block's exit.
 from __future__ import annotations
 
 from ..vars.constant import ConstantVariable
-from ..vars.exceptions import as_exception
+from ..vars.exceptions import TracebackVariable, as_exception
 
 
 class ExceptionOps:
@@ -57,5 +57,5 @@ class ExceptionOps:
     def WITH_EXCEPT_START(self, inst):
         exc = self.stack[-1]
         exit_ = self.stack[-4]
-        tb = exc.var_getattr(self, "__traceback__")
-        self.stack.append(exit_.call_function(self, [self.wrap(exc.python_type(), None), exc, tb], {}))
+        args = [self.wrap(exc.python_type(), None), exc, TracebackVariable()]
+        self.stack.append(exit_.call_function(self, args, {}))

@@ -83,7 +83,7 @@ class ExceptionVariable(VariableTracker):
             return self.suppress_context
         if name == "__class__":
             return tx.wrap(self.cls, None)
-        if self.real is not None and not _defined_in_python(self.cls, name):
+        if self.real is not None and name != "__traceback__" and not _defined_in_python(self.cls, name):
             value = getattr(self.real, name, None)
             if is_constant_value(value) and (value is not None or hasattr(self.real, name)):
                 return ConstantVariable(value)
@@ -134,6 +134,19 @@ class ExceptionVariable(VariableTracker):
         cg.reconstruct(self.context)
         cg.reconstruct(self.suppress_context)
         cg.call(5)
+
+
+class TracebackVariable(VariableTracker):
+    """The traceback of a traced exception, as a `with` block's `__exit__` receives it: only
+    passed along and compared (`tb is None`); anything else it is asked breaks."""
+
+    __slots__ = ()
+
+    def python_type(self) -> type:
+        return types.TracebackType
+
+    def describe(self) -> str:
+        return "the traceback of a traced exception"
 
 
 def _rebuild(cls, args, cause, context, suppress_context):
