@@ -452,3 +452,21 @@ def test_reading_traceback_breaks_under_fullgraph():
 
     with pytest.raises(bytegraph.Unsupported, match="__traceback__"):
         bytegraph.compile(f, fullgraph=True)(torch.randn(3))
+
+
+def test_generator_that_raises_is_finished():
+    def gen():
+        yield 1
+        raise UserError("in generator")
+
+    def f(x):
+        g = gen()
+        out = [next(g)]
+        try:
+            next(g)
+        except UserError as e:
+            out.append(str(e))
+        out.append(next(g, "done"))
+        return x + 1, out
+
+    check(f, torch.randn(3), fullgraph=True, graphs=1)

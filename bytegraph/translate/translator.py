@@ -303,7 +303,11 @@ class GeneratorVariable(IteratorVariable):
         tx.output.side_effects.mutate(self)
         child = self.child
         child.yielded = None
-        child.run()
+        try:
+            child.run()
+        except TracedRaise:  # a generator that raised is finished, as eagerly
+            self.done = True
+            raise
         if child.return_value is not None:
             self.done = True
             return None
