@@ -205,6 +205,21 @@ def _build_cnn_small() -> Case:
     return Case(_seeded_module(lambda: SmallCNN().eval()), _inputs((2, 3, 16, 16)))
 
 
+# --- a frame that runs eagerly: the cost of its cached eager entry -------------------------
+
+
+def eager_frame(x):
+    match x:  # MATCH_CLASS is not captured and cannot be resumed: the frame runs eagerly
+        case torch.Tensor():
+            return x + 1
+    return x
+
+
+@workload("eager_frame", "a frame cached as eager: per-call cost of its guards (target ≤ 2 µs over eager)")
+def _build_eager_frame() -> Case:
+    return Case(eager_frame, _inputs((16, 16)))
+
+
 # --- side effects: N writes to pre-existing Python state (bench/mutation_cost.py) ----------
 
 

@@ -2,8 +2,10 @@
 
 Two control-flow exceptions: the internal `GraphBreak` (the tracer met something it
 cannot capture) and the public `Unsupported` (what a `fullgraph=True` user sees).
-`UserCodeRaisesError` means tracing proved the user's own code raises: the frame is
-run eagerly so the user gets the real exception and traceback.
+`TracedRaise` is the traced program raising an exception (a tracker) that the translator
+unwinds to a handler; `UserCodeRaisesError` means one escaped the compiled function (or a
+graph op failed): the frame is run eagerly so the user gets the real exception and
+traceback, cached as an eager entry under the guards that decided it.
 """
 from __future__ import annotations
 
@@ -48,6 +50,16 @@ class GraphBreak(Exception):
         return Unsupported(self.reason, self.location, self.hint, self.user_stack)
 
 
+class TracedRaise(Exception):
+    """Internal: the traced program raises exception tracker `exc` at `location`; each
+    translator's run loop looks for a handler in its frame, then its caller's."""
+
+    def __init__(self, exc, location: str):
+        super().__init__(location)
+        self.exc = exc
+        self.location = location
+
+
 class UserCodeRaisesError(Exception):
     """Internal: the traced program itself raises; run it eagerly to raise for real."""
 
@@ -55,6 +67,7 @@ class UserCodeRaisesError(Exception):
         super().__init__(f"{location}: {reason}" if location else reason)
         self.reason = reason
         self.location = location
+        self.guards = None  # the guards that decided it (set by the capture)
 
 
 class InternalTracerError(Exception):

@@ -27,6 +27,7 @@ from torch._subclasses.fake_tensor import (DataDependentOutputException, Dynamic
 from . import fake_memo
 from .fake_inputs import fake_input
 from .side_effects import SideEffects
+from ..errors import UserCodeRaisesError
 from ..guards.guard import Guard, GuardKind, TensorSpec
 from ..vars.base import VariableTracker
 from ..vars.builder import wrap_op_result
@@ -247,7 +248,10 @@ class OutputGraph:
         except UnsupportedOperatorException as e:
             tx.unsupported(f"{_op_name(kind, target)} has no fake-tensor kernel ({e})", category="unsupported op")
         except Exception as e:  # the user's program raises here (bad shapes, bad arguments)
-            tx.raise_user_error(e)
+            # Not raised into the trace: a fake tensor's error need not be the real one, so
+            # no traced handler may catch it; the frame runs eagerly instead.
+            raise UserCodeRaisesError(f"{_op_name(kind, target)} raises {type(e).__name__}: {e}",
+                                      tx.location()) from e
         if key is not None:  # outside the `try`: an error here is bytegraph's, not the user's
             fake_memo.remember(key, args, kwargs, result)
         return result

@@ -242,10 +242,9 @@ class CompiledFunction:
             if self.fullgraph:
                 raise e.to_unsupported() from None
             return self._fallback(f"{e.location}: {e.reason}", e)
-        except UserCodeRaisesError as e:
-            logger("graph_breaks").debug("tracing %s shows it raises (%s); running it eagerly so the "
-                                         "exception reaches the caller", self.code.co_qualname, e)
-            return self.fn
+        except UserCodeRaisesError as e:  # cached: the same guards make the same call raise
+            return self._fallback(f"frame runs eagerly: {e.reason} at {e.location} (the exception "
+                                  "escapes the compiled function)", e)
         except InternalTracerError as e:
             self._internal_error(e, "tracing")
             return self._fallback(f"internal error: {e}", e)

@@ -13,7 +13,7 @@ import torch.fx
 
 from .. import config
 from .._bytecode.assemble import make_code
-from ..errors import GraphBreak, InternalTracerError, UserCodeRaisesError
+from ..errors import GraphBreak, InternalTracerError, TracedRaise, UserCodeRaisesError
 from ..graph.codegen import PyCodegen
 from ..graph.output_graph import OutputGraph, add_stack_traces
 from ..guards.guard import Guard, GuardKind
@@ -79,7 +79,8 @@ def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = Fa
                 continue
             e.guards = output.finish_guards()
             raise
-        except UserCodeRaisesError:
+        except UserCodeRaisesError as e:
+            e.guards = output.finish_guards()
             raise
         except Exception as e:  # a tracer bug: reported with the guards seen so far
             raise InternalTracerError(e, output.finish_guards() if output is not None else []) from e
@@ -122,6 +123,8 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
                     raise
                 nested = ([], fn)
             brk = e
+        except TracedRaise as e:  # Note [Traced exceptions]: it escapes the compiled function
+            raise UserCodeRaisesError(e.exc.message(), e.location) from None
     output.current_tx = tx
     cg = PyCodegen(tx, code, tx.inst.lineno or code.co_firstlineno)
     if brk is not None:

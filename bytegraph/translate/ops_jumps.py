@@ -1,4 +1,4 @@
-"""Opcode family: jumps on Python values, loops (GET_ITER/FOR_ITER, unrolled) and raise.
+"""Opcode family: jumps on Python values, loops (GET_ITER/FOR_ITER, unrolled).
 
 A jump whose condition depends on tensor data breaks the graph (the tracker's
 `truth` refuses); every other condition is decided at trace time and guarded
@@ -58,12 +58,3 @@ class JumpOps:
             self.ip = inst.target
         else:
             self.stack.append(item)
-
-    def RAISE_VARARGS(self, inst):
-        args = self.popn(inst.arg)
-        what = args[0].describe() if args else "the active exception"
-        self.raise_user_error(_TracedRaise(f"the traced code raises {what}"))
-
-
-class _TracedRaise(Exception):
-    """Stands for an exception the user's code raises at trace time."""

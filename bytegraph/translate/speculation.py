@@ -74,12 +74,12 @@ class TranslatorCheckpoint:
 def frame_state(tx) -> tuple:
     """A copy of the state of one translator frame (`set_frame_state` puts it back)."""
     return (list(tx.stack), dict(tx.locals), dict(tx.cells), tx.ip, tx.inst, tx.kw_names, tx.return_value,
-            tx.yielded, list(tx.snapshot_stack), tx.snapshot_kw_names, tx.steps)
+            tx.yielded, list(tx.snapshot_stack), tx.snapshot_kw_names, tx.steps, tx.handled)
 
 
 def set_frame_state(tx, state: tuple) -> None:
     stack, local_vars, cells, tx.ip, tx.inst, tx.kw_names, tx.return_value, tx.yielded, snapshot, \
-        tx.snapshot_kw_names, tx.steps = state
+        tx.snapshot_kw_names, tx.steps, tx.handled = state
     tx.stack[:] = stack
     tx.locals.clear()
     tx.locals.update(local_vars)

@@ -19,15 +19,19 @@ import torch
 
 from .. import config
 from .._bytecode.instructions import instructions_of
-from ..errors import GraphBreak, UserCodeRaisesError
+from .._bytecode.analysis import handlers
+from ..errors import GraphBreak, TracedRaise
 from ..guards.guard import Guard, GuardKind
 from ..guards.sources import ObjectSource, global_source
 from ..vars import builder
+from ..vars.constant import ConstantVariable
+from ..vars.exceptions import ExceptionVariable
 from ..vars.functions import CellVariable
 from ..vars.iterators import IteratorVariable
 from ..vars.trace_rules import Kind, python_rule
 from .ops_build import BuildOps
 from .ops_calls import CallOps
+from .ops_exceptions import ExceptionOps
 from .ops_jumps import JumpOps
 from .ops_load_store import LoadStoreOps
 from .ops_operators import OperatorOps
@@ -35,7 +39,7 @@ from .ops_stack import StackOps
 from . import speculation
 
 
-class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps):
+class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps, ExceptionOps):
     def __init__(self, code, f_globals: dict, globals_source, local_vars: dict, cells: dict,
                  output, parent: "Translator | None" = None):
         self.code = code
@@ -57,6 +61,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         self.snapshot_stack: list = []  # the stack before the current instruction (for a break)
         self.snapshot_kw_names: tuple = ()
         self.steps = 0  # instructions run so far (positions of the speculation log)
+        self.handled = None  # the exception this frame's except block handles (None: the caller's)
 
     # ---- running ---------------------------------------------------------------------
     def run(self):
@@ -77,10 +82,28 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
                 if breaks is not None and self.steps in breaks:
                     self.break_at_marker(*breaks[self.steps])
                 self.ip += 1
-                dispatch[inst.opcode](self, inst)
+                try:
+                    dispatch[inst.opcode](self, inst)
+                except TracedRaise as raised:
+                    self.unwind(raised)
         finally:
             self.output.current_tx = previous
         return self.return_value
+
+    def unwind(self, raised: TracedRaise) -> None:
+        """Continue at the handler of the current instruction for the exception `raised`,
+        or let it propagate to the caller's frame (Note [Traced exceptions])."""
+        inst = self.inst
+        index = self.ip - 1 if self.instructions[self.ip - 1] is inst else self.instructions.index(inst)
+        handler = handlers(self.code)[index]
+        if handler is None:
+            raise raised
+        self.stack[:] = self.snapshot_stack[:handler.depth]
+        if handler.lasti:
+            self.stack.append(ConstantVariable(inst.offset))
+        self.stack.append(raised.exc)
+        self.kw_names = ()
+        self.ip = handler.target
 
     def inline_call(self, fn_vt, args: list, kwargs: dict):
         """Trace a call of user function `fn_vt` in a child translator and return its result."""
@@ -182,7 +205,27 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         raise speculation.RestartCapture(kind)
 
     def raise_user_error(self, exc: BaseException):
-        raise UserCodeRaisesError(f"{type(exc).__name__}: {exc}", self.location()) from exc
+        """The traced program raises `exc` here (a builtin or a lookup failed)."""
+        self.raise_exception(ExceptionVariable.from_real(exc))
+
+    def raise_exception(self, exc) -> None:
+        """Raise exception tracker `exc` here; it records the exception being handled as its
+        `__context__`, as CPython does."""
+        active = self.active_exception()
+        if active is not None:
+            exc.set_context(self, active)
+        raise TracedRaise(exc, self.location())
+
+    def reraise(self, exc) -> None:
+        """Raise `exc` again (bare `raise`, RERAISE): its chaining stays as it is."""
+        raise TracedRaise(exc, self.location())
+
+    def active_exception(self):
+        """The exception being handled here (`sys.exc_info()[1]`), or None."""
+        for tx in self._outward():
+            if tx.handled is not None:
+                return None if tx.handled.is_none() else tx.handled
+        return None
 
     def guard_attr_presence(self, source, name: str, present: bool) -> None:
         """Guard that `name` stays in (`present`) or out of the instance `__dict__` of the
@@ -204,6 +247,22 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
 
     def new_cell(self, name: str, contents=None) -> CellVariable:
         return CellVariable(name, contents)
+
+
+# Note [Traced exceptions]
+# The traced program raises by `tx.raise_exception(exc_tracker)` (RAISE_VARARGS, RERAISE,
+# and `tx.raise_user_error(real_exc)` for what a builtin or a lookup raises while traced):
+# a `TracedRaise` Python exception. Each translator's run loop catches it around the
+# instruction it runs and unwinds as CPython does (Objects/exception_handling_notes.txt):
+# the frame's exception table names the handler covering the instruction; the stack is cut
+# to the handler's depth (plus the instruction's offset if `lasti`), the exception pushed,
+# and tracing continues at the handler. A frame with no handler lets it propagate out of
+# `run()`, so the caller's run loop handles it at its CALL instruction, and so on. Only one
+# that escapes the root frame makes the capture fail (`UserCodeRaisesError`): that call
+# runs eagerly, cached as an eager entry under the guards the trace collected. What was
+# traced before the raise (graph ops, side effects) stays in the trace, as eagerly.
+# `handled` is the exception an except block of this frame is handling (PUSH_EXC_INFO /
+# POP_EXCEPT); a frame that set none sees its caller's (CPython's per-thread exc_info).
 
 
 # Note [Globals sources]
@@ -244,7 +303,11 @@ class GeneratorVariable(IteratorVariable):
         tx.output.side_effects.mutate(self)
         child = self.child
         child.yielded = None
-        child.run()
+        try:
+            child.run()
+        except TracedRaise:  # a generator that raised is finished, as eagerly
+            self.done = True
+            raise
         if child.return_value is not None:
             self.done = True
             return None

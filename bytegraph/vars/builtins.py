@@ -23,6 +23,7 @@ from .functions import PartialVariable, UserFunctionVariable
 from .containers import BaseListVariable, DictVariable, ListVariable, SetVariable, TupleVariable
 from .dunders import handles_operator, is_user_instance, user_operator
 from .dict_views import DictViewVariable, view_operator
+from .exceptions import ExceptionVariable
 from .iterators import (EnumerateIteratorVariable, IteratorVariable, MapIteratorVariable, SequenceIteratorVariable,
                         ZipIteratorVariable, iterator_of)
 from .tensor import TensorVariable
@@ -391,6 +392,8 @@ def _any_all(tx, fn, args, kwargs):
              getattr(math, name) for name in dir(math) if callable(getattr(math, name))
              and name != "prod"))  # math.prod: vars/polyfills/math.py
 def _folded(tx, fn, args, kwargs):
+    if (fn is builtins.str or fn is builtins.repr) and len(args) == 1 and isinstance(args[0], ExceptionVariable):
+        return args[0].str_impl(tx, fn)
     if _any_tensor(args):
         tx.unsupported(f"{getattr(fn, '__name__', fn)}() on a tensor reads its value into Python",
                        category="data-dependent", hint="keep the computation in torch ops")

@@ -10,7 +10,6 @@ import enum
 
 import torch
 
-from ..errors import UserCodeRaisesError
 from ..guards.guard import GuardKind
 from .base import MethodOfVariable, VariableTracker
 from .registry import guard, register
@@ -51,7 +50,7 @@ class ConstantVariable(VariableTracker):
         try:
             attr = getattr(self.value, name)
         except AttributeError as e:
-            raise UserCodeRaisesError(str(e), tx.location()) from e
+            tx.raise_user_error(e)
         if callable(attr):
             return ConstantMethodVariable(self, name)
         return ConstantVariable(attr)

@@ -26,6 +26,7 @@ import torch
 
 from ..guards.guard import GuardKind
 from ..guards.sources import AttrSource
+from .exceptions import construct_exception, is_plain_exception_class
 from .base import REPLAY_OBJECT, CallableValueVariable, VariableTracker
 from .classes import MISSING, bind_class_attribute, call_property, class_lookup, is_data_descriptor, \
     wrap_attribute
@@ -116,6 +117,8 @@ def construct_instance(tx, cls_vt, args, kwargs):
     """`cls(*args, **kwargs)` for a class tracker: exceptions, named tuples, enum lookups and
     plain user classes (made with `object.__new__`, then `__init__` inlined)."""
     cls = cls_vt.cls
+    if is_plain_exception_class(cls):
+        return construct_exception(tx, cls, args, kwargs)
     if issubclass(cls, BaseException) and all(a.is_python_constant() for a in args):
         return UserObjectVariable(cls(*[a.as_python_constant() for a in args]))
     if isinstance(cls, enum.EnumMeta) and not kwargs and len(args) == 1 and args[0].is_python_constant():

@@ -1,0 +1,207 @@
+"""Exception instances in traced code: `ExceptionVariable` and how one is made.
+
+An `ExceptionVariable` is an exception the traced program made (`ValueError("x")`, an
+instance of a user exception class without its own `__init__`/`__new__`) or one a
+builtin raised while being traced (`KeyError` from a dict lookup): its class, its
+`args` (trackers, or None when the real arguments are not Python constants), and its
+`__cause__`/`__context__`/`__suppress_context__`. The translator raises and catches
+them through the frames' exception tables (Note [Traced exceptions] in
+translate/translator.py); one that escapes the compiled function runs the frame
+eagerly. Residual code rebuilds one as `cls(*args)` plus its chaining attributes.
+"""
+from __future__ import annotations
+
+import types
+
+from .base import VariableTracker
+from .constant import ConstantVariable, is_constant_value
+from .containers import TupleVariable
+
+_CHAINING = ("__cause__", "__context__", "__suppress_context__")
+
+
+class ExceptionVariable(VariableTracker):
+    __slots__ = ("cls", "args", "real", "cause", "context", "suppress_context")
+
+    def __init__(self, cls: type, args, real: BaseException | None = None):
+        super().__init__(None)
+        self.cls = cls
+        self.args = args  # list of trackers, or None (unknown: read from `real` only)
+        self.real = real
+        self.cause = ConstantVariable(None)
+        self.context = ConstantVariable(None)
+        self.suppress_context = ConstantVariable(False)
+
+    @staticmethod
+    def from_real(exc: BaseException) -> "ExceptionVariable":
+        """The tracker of an exception a builtin raised at trace time."""
+        args = [ConstantVariable(a) for a in exc.args] if all(is_constant_value(a) for a in exc.args) else None
+        return ExceptionVariable(type(exc), args, exc)
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def children(self):
+        return (*(self.args or ()), self.cause, self.context)
+
+    def describe(self) -> str:
+        return f"{self.cls.__qualname__} exception"
+
+    def message(self) -> str:
+        """`Type: str(exc)` as a traceback prints it (for logs and explain)."""
+        text = str(self.real) if self.real is not None else self._str_of_args(str)
+        return f"{self.cls.__name__}: {text}" if text else self.cls.__name__
+
+    def _str_of_args(self, fn) -> str:
+        if self.args is None or not all(a.is_python_constant() for a in self.args):
+            return "<non-constant arguments>"
+        return fn(self.cls(*[a.as_python_constant() for a in self.args]))
+
+    def str_impl(self, tx, fn) -> VariableTracker:
+        """`str(exc)` / `repr(exc)`, folded on the real class with the constant args."""
+        if any(_defined_in_python(self.cls, name) for name in ("__str__", "__repr__")):
+            tx.unsupported(f"{fn.__name__}() of {self.describe()} with a __str__/__repr__ written in Python",
+                           category="unsupported call")
+        if self.args is None or not all(a.is_python_constant() for a in self.args):
+            if self.real is None:
+                tx.unsupported(f"{fn.__name__}() of {self.describe()} with non-constant arguments",
+                               category="unsupported call")
+            return ConstantVariable(fn(self.real))
+        return ConstantVariable(self._str_of_args(fn))
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name == "args":
+            if self.args is None:
+                tx.unsupported(f"reading args of {self.describe()} whose arguments are not constants",
+                               category="unsupported attribute")
+            return TupleVariable(list(self.args))
+        if name == "__cause__":
+            return self.cause
+        if name == "__context__":
+            return self.context
+        if name == "__suppress_context__":
+            return self.suppress_context
+        if name == "__class__":
+            return tx.wrap(self.cls, None)
+        if self.real is not None and name != "__traceback__" and not _defined_in_python(self.cls, name):
+            value = getattr(self.real, name, None)
+            if is_constant_value(value) and (value is not None or hasattr(self.real, name)):
+                return ConstantVariable(value)
+        return super().var_getattr(tx, name)
+
+    def hasattr_impl(self, tx, name: str) -> bool:
+        if name in ("args", "__class__", *_CHAINING):
+            return True
+        return super().hasattr_impl(tx, name)
+
+    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        if name not in _CHAINING:
+            super().store_attr(tx, name, value)
+        if name == "__cause__":
+            self.set_cause(tx, value)
+        elif name == "__context__":
+            tx.output.side_effects.mutate(self)
+            self.context = value
+        else:
+            tx.output.side_effects.mutate(self)
+            self.suppress_context = ConstantVariable(value.truth(tx))
+
+    def set_cause(self, tx, cause: VariableTracker) -> None:
+        """`raise self from cause` / `exc.__cause__ = cause` (also suppresses the context)."""
+        tx.output.side_effects.mutate(self)
+        self.cause = cause
+        self.suppress_context = ConstantVariable(True)
+
+    def set_context(self, tx, context: VariableTracker) -> None:
+        """What raising this while `context` is being handled records (CPython's
+        `_PyErr_SetObject`: never itself)."""
+        if context is self or context is self.context:
+            return
+        tx.output.side_effects.mutate(self)
+        self.context = context
+
+    def reconstruct(self, cg) -> None:
+        if self.args is None:
+            cg.tx.unsupported(f"returning {self.describe()} whose arguments are not constants",
+                              category="unsupported output")
+        cg.push_null()
+        cg.load_const(_rebuild)
+        cg.load_const(self.cls)
+        for arg in self.args:
+            cg.reconstruct(arg)
+        cg.build("BUILD_TUPLE", len(self.args))
+        cg.reconstruct(self.cause)
+        cg.reconstruct(self.context)
+        cg.reconstruct(self.suppress_context)
+        cg.call(5)
+
+
+class TracebackVariable(VariableTracker):
+    """The traceback of a traced exception, as a `with` block's `__exit__` receives it: only
+    passed along and compared (`tb is None`); anything else it is asked breaks."""
+
+    __slots__ = ()
+
+    def python_type(self) -> type:
+        return types.TracebackType
+
+    def describe(self) -> str:
+        return "the traceback of a traced exception"
+
+
+def _rebuild(cls, args, cause, context, suppress_context):
+    exc = cls(*args)
+    exc.__context__ = context
+    exc.__cause__ = cause
+    exc.__suppress_context__ = suppress_context
+    return exc
+
+
+def _defined_in_python(cls: type, name: str) -> bool:
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            value = klass.__dict__[name]
+            return isinstance(getattr(value, "__func__", value), types.FunctionType)
+    return False
+
+
+def is_plain_exception_class(cls: type) -> bool:
+    """Whether `cls(*args)` only stores `args` (builtin `__new__`/`__init__`), so an
+    `ExceptionVariable` models the instance exactly."""
+    return issubclass(cls, BaseException) and not (_defined_in_python(cls, "__init__")
+                                                   or _defined_in_python(cls, "__new__"))
+
+
+def construct_exception(tx, cls: type, args: list, kwargs: dict) -> ExceptionVariable:
+    """`cls(*args)` for a plain exception class (`is_plain_exception_class`)."""
+    if kwargs:
+        tx.unsupported(f"keyword arguments to {cls.__qualname__}()", category="unsupported call")
+    real = None
+    if all(a.is_python_constant() for a in args):
+        try:
+            real = cls(*[a.as_python_constant() for a in args])
+        except Exception as e:  # the builtin constructor rejects the arguments, as it would eagerly
+            tx.raise_user_error(e)
+    return ExceptionVariable(cls, list(args), real)
+
+
+def new_exception(tx, cls_vt: VariableTracker) -> ExceptionVariable:
+    """`raise Cls` with a class: CPython instantiates it with no arguments."""
+    return as_exception(tx, cls_vt.call_function(tx, [], {}))
+
+
+def as_exception(tx, vt: VariableTracker) -> ExceptionVariable:
+    """The exception `raise vt` raises: an instance, or a class called with no arguments;
+    anything else raises TypeError in the traced program."""
+    kind = vt.python_type()
+    if isinstance(vt, ExceptionVariable):
+        return vt
+    if vt.is_python_constant() and isinstance(vt.as_python_constant(), type) \
+            and issubclass(vt.as_python_constant(), BaseException):
+        return new_exception(tx, vt)
+    if issubclass(kind, BaseException):
+        real = getattr(vt, "value", None)
+        if isinstance(real, BaseException):  # an instance made by a user __init__ at trace time
+            return ExceptionVariable.from_real(real)
+        tx.unsupported(f"raising {vt.describe()}", category="unsupported exception")
+    tx.raise_user_error(TypeError("exceptions must derive from BaseException"))

@@ -1,0 +1,472 @@
+"""Exceptions traced like any other control flow (Note [Traced exceptions]): raise and catch
+at several inlining depths, before and after graph breaks, try/except/else/finally, chaining,
+exceptions raised by builtins and lookups; and a frame whose exception escapes is cached as
+an eager entry, so later calls do not trace it again."""
+import logging
+
+import pytest
+import torch
+
+import bytegraph
+from tests.helpers import CompileCounter, check
+
+
+class UserError(Exception):
+    pass
+
+
+class SubUserError(UserError):
+    pass
+
+
+# ---- the matrix: depth x where it is caught x where the graph break is -------------------
+
+def _leaf(x, catch_here, brk):
+    if brk == "after":
+        bytegraph.graph_break()
+    x = x * 2
+    if catch_here:
+        try:
+            raise ValueError("boom", 7)
+        except ValueError as e:
+            x = x + e.args[1]
+    else:
+        raise ValueError("boom", 7)
+    return x + 1
+
+
+def _level(x, depth, catch_here, brk):
+    """Raises (or raises and catches) at inlining depth `depth` below this frame."""
+    if depth == 1:
+        return _leaf(x + 1, catch_here, brk) - 1
+    return _level(x + 1, depth - 1, catch_here, brk) - 1
+
+
+def _root(x, depth, mode, brk):
+    catch_here = mode == "same"
+    if mode == "caller" and depth > 0:  # the root frame catches what a callee raised
+        try:
+            y = _level(x, depth, False, brk)
+        except ValueError as e:
+            y = x - len(e.args)
+    elif depth > 0:
+        y = _level(x, depth, catch_here, brk)
+    else:  # the root frame raises; mode "caller" is the caller of the compiled function
+        try:
+            if brk == "after":
+                bytegraph.graph_break()
+            y = x * 2
+            if catch_here:
+                try:
+                    raise ValueError("boom", 7)
+                except ValueError as e:
+                    y = y + e.args[1]
+            else:
+                raise ValueError("boom", 7)
+        except ValueError as e:
+            if mode == "uncaught":
+                raise
+            y = x - len(e.args)
+    if brk == "before":
+        bytegraph.graph_break()
+    return y * 3
+
+
+@pytest.mark.parametrize("brk", [None, "before", "after"])
+@pytest.mark.parametrize("mode", ["same", "caller", "uncaught"])
+@pytest.mark.parametrize("depth", [0, 1, 3])
+def test_matrix(depth, mode, brk):
+    r = check(_root, torch.randn(3), depth, mode, brk, fullgraph=brk is None)
+    if mode == "uncaught":
+        assert isinstance(r.eager.exc, ValueError)
+    else:
+        assert r.eager.exc is None
+        if brk is None:
+            assert r.counter.frame_count == 1
+
+
+# ---- try statement shapes ------------------------------------------------------------------
+
+def test_try_except_else_finally():
+    def f(x, flag):
+        log = []
+        try:
+            if flag:
+                raise UserError("u")
+            y = x + 1
+        except UserError:
+            y = x - 1
+            log.append("except")
+        else:
+            log.append("else")
+        finally:
+            log.append("finally")
+        return y, log
+
+    check(f, torch.randn(3), True, fullgraph=True, graphs=1)
+    check(f, torch.randn(3), False, fullgraph=True, graphs=1)
+
+
+def test_except_as_reads_args_and_str_and_is_deleted():
+    def f(x):
+        try:
+            raise KeyError("k", 2)
+        except KeyError as e:
+            a, s, r = e.args, str(e), repr(e)
+        try:
+            e
+        except NameError:
+            gone = True
+        return x + a[1], s, r, gone
+
+    check(f, torch.randn(3), fullgraph=True, graphs=1)
+
+
+def test_reraise_bare_and_named():
+    def inner(x):
+        try:
+            raise UserError("first")
+        except UserError:
+            x = x + 1
+            raise
+
+    def f(x):
+        try:
+            inner(x)
+        except UserError as e:
+            try:
+                raise e
+            except Exception as e2:
+                return x * 2, str(e2), e2 is e
+
+    check(f, torch.randn(3), fullgraph=True, graphs=1)
+
+
+def test_chaining_cause_and_context():
+    def f(x):
+        try:
+            try:
+                raise ValueError("inner")
+            except ValueError as e:
+                raise TypeError("outer") from e
+        except TypeError as t:
+            cause = type(t.__cause__).__name__, t.__suppress_context__
+        try:
+            try:
+                raise ValueError("inner")
+            except ValueError:
+                raise IndexError("outer")
+        except IndexError as t:
+            context = str(t.__context__), t.__cause__ is None, t.__suppress_context__
+        try:
+            try:
+                raise ValueError("inner")
+            except ValueError:
+                raise IndexError("outer") from None
+        except IndexError as t:
+            suppressed = t.__suppress_context__, t.__cause__
+        return x + 1, cause, context, suppressed
+
+    check(f, torch.randn(3), fullgraph=True, graphs=1)
+
+
+def test_uncaught_chained_exception_reaches_caller():
+    def f(x):
+        try:
+            {}["missing"]
+        except KeyError as e:
+            raise RuntimeError("wrapped") from e
+
+    r = check(f, torch.randn(3), fullgraph=True)
+    assert isinstance(r.eager.exc, RuntimeError)
+
+
+def test_builtin_lookup_errors_are_catchable():
+    class Obj:
+        pass
+
+    def f(x, d, lst, obj):
+        out = []
+        try:
+            d["nope"]
+        except KeyError as e:
+            out.append(e.args)
+        try:
+            lst[10]
+        except IndexError as e:
+            out.append(str(e))
+        try:
+            obj.missing
+        except AttributeError:
+            out.append("attr")
+        it = iter(lst)
+        next(it), next(it)
+        try:
+            next(it)
+        except StopIteration:
+            out.append("stop")
+        try:
+            len(5)
+        except TypeError as e:
+            out.append(str(e))
+        try:
+            int("x")
+        except ValueError as e:
+            out.append(str(e))
+        return x + len(out), out
+
+    check(f, torch.randn(3), {"a": 1}, [1, 2], Obj(), fullgraph=True, graphs=1)
+
+
+def test_user_exception_classes_and_tuples_of_classes():
+    def f(x, which):
+        try:
+            if which == 0:
+                raise SubUserError("sub")
+            if which == 1:
+                raise UserError
+            raise LookupError("lookup")
+        except (KeyError, SubUserError) as e:
+            return x + 1, type(e).__name__, e.args
+        except UserError as e:
+            return x + 2, type(e).__name__, e.args
+        except Exception as e:
+            return x + 3, type(e).__name__, str(e)
+
+    for which in range(3):
+        check(f, torch.randn(3), which, fullgraph=True, graphs=1)
+
+
+def test_finally_mutates_outer_state_on_the_way_out():
+    class State:
+        def __init__(self):
+            self.n = 0
+
+    def inner(x, s, lst):
+        try:
+            lst.append(1)
+            raise UserError("x")
+        finally:
+            s.n += 1
+            lst.append(2)
+
+    def f(x, s, lst):
+        try:
+            inner(x, s, lst)
+        except UserError:
+            pass
+        return x * s.n
+
+    check(f, torch.randn(3), State(), [], fullgraph=True, graphs=1)
+
+
+def test_finally_runs_when_the_exception_escapes():
+    def f(x, lst):
+        try:
+            lst.append(x.sum())
+            raise UserError("escapes")
+        finally:
+            lst.append(0)
+
+    check(f, torch.randn(3), [], fullgraph=True)
+
+
+def test_nested_try_unmatched_inner_handler():
+    def f(x):
+        try:
+            try:
+                raise ValueError("v")
+            except KeyError:
+                return x - 100
+            finally:
+                x = x + 1
+        except ValueError as e:
+            return x * 2, e.args
+
+    check(f, torch.randn(3), fullgraph=True, graphs=1)
+
+
+def test_with_exit_that_swallows():
+    class Swallow:
+        def __init__(self):
+            self.seen = None
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, kind, value, tb):
+            self.seen = kind.__name__ if kind is not None else None
+            return kind is not None and issubclass(kind, ValueError)
+
+    def f(x, cm):
+        with cm:
+            x = x + 1
+            raise ValueError("swallowed")
+        with cm:
+            x = x * 2
+        return x, cm.seen
+
+    check(f, torch.randn(3), Swallow(), fullgraph=True, graphs=1)
+
+
+def test_with_exit_that_does_not_swallow():
+    class Keep:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, kind, value, tb):
+            return False
+
+    def f(x):
+        try:
+            with Keep():
+                raise UserError("kept")
+        except UserError as e:
+            return x + 1, str(e)
+
+    check(f, torch.randn(3), fullgraph=True, graphs=1)
+
+
+def test_raise_non_exception_is_type_error():
+    def f(x):
+        try:
+            raise 5
+        except TypeError as e:
+            return x + 1, str(e)
+
+    check(f, torch.randn(3), fullgraph=True, graphs=1)
+
+
+def test_bare_raise_without_active_exception():
+    def f(x):
+        try:
+            raise
+        except RuntimeError as e:
+            return x + 1, str(e)
+
+    check(f, torch.randn(3), fullgraph=True, graphs=1)
+
+
+def test_returning_a_caught_exception():
+    def f(x):
+        try:
+            raise ValueError("v", 1)
+        except ValueError as e:
+            return x + 1, e
+
+    r = check(f, torch.randn(3), fullgraph=True, graphs=1)
+    assert r.compiled.out[1].args == ("v", 1) and r.compiled.out[1] is not r.eager.out[1]
+
+
+# ---- the motivating case and eager cache entries -------------------------------------------
+
+def _get(d, k, default):
+    try:
+        return d[k]
+    except KeyError:
+        return default
+
+
+def test_dict_lookup_helper_is_one_graph_without_breaks():
+    def f(x, d):
+        return x * _get(d, "a", 2) + _get(d, "b", 3)
+
+    check(f, torch.randn(3), {"a": 5}, fullgraph=True, graphs=1)
+    out = bytegraph.explain(f, torch.randn(3), {"a": 5})
+    assert out.graph_count == 1 and out.graph_break_count == 0 and out.eager_frames == []
+
+
+def test_escaping_exception_is_cached_as_eager(caplog, monkeypatch):
+    from bytegraph.runtime import compiled_function
+
+    traces = []
+    real_capture = compiled_function.capture
+
+    def counting_capture(fn, *args, **kwargs):
+        traces.append(fn.__name__)
+        return real_capture(fn, *args, **kwargs)
+
+    monkeypatch.setattr(compiled_function, "capture", counting_capture)
+
+    def f(x, d):
+        y = x + 1
+        return y * d["missing"]
+
+    counter = CompileCounter()
+    cf = bytegraph.compile(f, backend=counter)
+    with caplog.at_level(logging.DEBUG, logger="bytegraph.graph_breaks"):
+        for _ in range(3):
+            with pytest.raises(KeyError, match="missing"):
+                cf(torch.randn(3), {"a": 1})
+    entries = cf.__bg_compiled__.entries
+    assert [e.kind for e in entries] == ["eager"]
+    assert "frame runs eagerly: KeyError: 'missing' at " in entries[0].reason
+    assert "test_exceptions.py:" in entries[0].reason
+    assert traces == ["f"] and counter.frame_count == 0  # traced once, not per call
+    assert sum("frame runs eagerly: KeyError" in r.getMessage() for r in caplog.records) == 1
+    # other guards: a new capture, which compiles
+    assert torch.equal(cf(torch.ones(3), {"missing": 2}), torch.full((3,), 4.0))
+    assert [e.kind for e in cf.__bg_compiled__.entries] == ["eager", "compiled"]
+
+
+def test_eager_entry_guards_are_the_ones_that_decided():
+    def f(x, flag):
+        if flag:
+            raise UserError("flagged")
+        return x + 1
+
+    counter = CompileCounter()
+    cf = bytegraph.compile(f, backend=counter)
+    with pytest.raises(UserError):
+        cf(torch.randn(3), True)
+    assert torch.equal(cf(torch.zeros(3), False), torch.ones(3))
+    assert [e.kind for e in cf.__bg_compiled__.entries] == ["eager", "compiled"]
+    with pytest.raises(UserError):
+        cf(torch.randn(3), True)
+    assert len(cf.__bg_compiled__.entries) == 2
+
+
+def test_with_exit_sees_a_traceback():
+    class Check:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, kind, value, tb):
+            self.had_tb = tb is not None
+            return True
+
+    def f(x, cm):
+        with cm:
+            {}["k"]
+        return x + 1, cm.had_tb
+
+    check(f, torch.randn(3), Check(), fullgraph=True, graphs=1)
+
+
+def test_reading_traceback_breaks_under_fullgraph():
+    def f(x):
+        try:
+            raise ValueError("v")
+        except ValueError as e:
+            return x + 1, e.__traceback__ is None
+
+    with pytest.raises(bytegraph.Unsupported, match="__traceback__"):
+        bytegraph.compile(f, fullgraph=True)(torch.randn(3))
+
+
+def test_generator_that_raises_is_finished():
+    def gen():
+        yield 1
+        raise UserError("in generator")
+
+    def f(x):
+        g = gen()
+        out = [next(g)]
+        try:
+            next(g)
+        except UserError as e:
+            out.append(str(e))
+        out.append(next(g, "done"))
+        return x + 1, out
+
+    check(f, torch.randn(3), fullgraph=True, graphs=1)
