@@ -108,6 +108,26 @@ def callee_in_try(x, xs):
         xs.append(-1)
 
 
+def _lookup(d, key, xs):
+    xs.append(key)
+    try:
+        return d[key]
+    except KeyError as e:
+        xs.append(len(e.args))
+        raise ValueError(key) from e
+
+
+def caught_exception(x, d, xs):
+    try:
+        y = _lookup(d, "missing", xs) * x
+    except ValueError:
+        y = x.cos()
+    finally:
+        xs.append("finally")
+    print("caught", len(xs))
+    return y + _lookup(d, "a", xs)
+
+
 def _set_total():
     global TOTAL
     TOTAL = 0
@@ -122,6 +142,7 @@ PROGRAMS = {
                                              {"a": 1})),
     "module": (module_call, lambda: (Net(), torch.randn(2, 4))),
     "callee compiled at run time": (callee_in_try, lambda: (torch.randn(3, requires_grad=True), [5])),
+    "caught exception": (caught_exception, lambda: (torch.randn(3, requires_grad=True), {"a": torch.ones(3)}, [])),
 }
 
 # ----------------------------------------------------------------------------- running
