@@ -17,6 +17,7 @@ from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import SizeVariable, TupleVariable
 from .registry import register
+from .tensor_scalar_args import rewrite_method
 
 # Attributes whose value only depends on what the tensor guard pins.
 _METADATA_ATTRS = frozenset({
@@ -144,6 +145,10 @@ class TensorVariable(VariableTracker):
 
             return fold_call(tx, getattr(self.example, name), args, kwargs, f"Tensor.{name}",
                              wrap_result=_wrap_metadata)
+        if kwargs:
+            rewritten = rewrite_method(tx, name, [self, *args], kwargs)
+            if rewritten is not None:
+                return rewritten
         return tx.output.call_op("call_method", name, [self, *args], kwargs)
 
     def _pinned(self, tx, source_kind, name: str, real=None):
