@@ -217,3 +217,43 @@ def test_autocast_queries_folded_and_guarded():
         assert fn(x).eq(4).all()
     torch.testing.assert_close(compiled(x), fn(x))
     assert counter.frame_count == 2
+
+
+def test_grad_of_inputs_is_read_and_guarded():
+    def fn(p, q):
+        g = p.grad
+        return (p - 0.1 * g if g is not None else p), q.grad is None
+
+    p = torch.randn(3, requires_grad=True)
+    p.grad = torch.randn(3)
+    check(fn, p, torch.randn(2, requires_grad=True), graphs=1, fullgraph=True, grads=False)
+    compiled, counter = compile_counted(fn)
+    q = torch.randn(2, requires_grad=True)
+    compiled(p, q)
+    q.grad = torch.ones(2)
+    assert compiled(p, q)[1] is False  # the `q.grad is None` guard fails: recompiled
+    assert counter.frame_count == 2
+
+
+def test_grad_in_place_update_is_mutation():
+    def fn(p):
+        p.grad.mul_(0.5)
+        return p.grad + 1
+
+    p = torch.randn(3, requires_grad=True)
+    p.grad = torch.randn(3)
+    compiled, counter = compile_counted(fn, fullgraph=True)
+    expected_grad = p.grad * 0.5
+    out = compiled(p)
+    torch.testing.assert_close(p.grad, expected_grad)
+    torch.testing.assert_close(out, expected_grad + 1)
+    assert counter.frame_count == 1
+
+
+def test_autocast_region_inside_is_a_clean_break():
+    def fn(x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = torch.mm(x, x)
+        return y
+
+    check(fn, torch.randn(3, 3), graphs=0)

@@ -308,6 +308,12 @@ def _cast(tx, args, kwargs):
     return args[1]
 
 
+def _autocast(tx, args, kwargs):
+    tx.unsupported("an autocast region inside the compiled function", category="unsupported call",
+                   hint="enter torch.autocast outside the compiled function (the autocast state is "
+                        "guarded and op dtypes follow it)")
+
+
 def _autocast_query(fn):
     return lambda tx, args, kwargs: _state_query(tx, args, kwargs, fn)
 
@@ -319,6 +325,8 @@ SPECIAL = {
     torch.get_autocast_cpu_dtype: _autocast_query(torch.get_autocast_cpu_dtype),
     torch.is_autocast_cache_enabled: _autocast_query(torch.is_autocast_cache_enabled),
     torch.amp.is_autocast_available: _autocast_query(torch.amp.is_autocast_available),
+    torch.autocast: _autocast,  # not yet captured (a graph op for torch.overrides)
+    torch.cpu.amp.autocast: _autocast,
     # Immutable values made from constants (a dtype, a device string): folded.
     torch.finfo: _fold_value(torch.finfo),
     torch.iinfo: _fold_value(torch.iinfo),
