@@ -36,7 +36,7 @@ _FACTORIES = (
 _NOT_GRAPH_OPS = (torch.Tensor.backward, torch.Tensor.register_hook, torch.Tensor.item,
                   torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.retain_grad,
                   torch.Tensor.requires_grad_, torch.Tensor.data_ptr, torch.Tensor._is_view,
-                  torch.Tensor.is_set_to)
+                  torch.Tensor.is_set_to, torch.autocast)  # torch.autocast: a SPECIAL (a break for now)
 
 
 def _graph_ops() -> frozenset:
@@ -325,7 +325,7 @@ SPECIAL = {
     torch.get_autocast_cpu_dtype: _autocast_query(torch.get_autocast_cpu_dtype),
     torch.is_autocast_cache_enabled: _autocast_query(torch.is_autocast_cache_enabled),
     torch.amp.is_autocast_available: _autocast_query(torch.amp.is_autocast_available),
-    torch.autocast: _autocast,  # not yet captured (a graph op for torch.overrides)
+    torch.autocast: _autocast,  # not captured yet
     torch.cpu.amp.autocast: _autocast,
     # Immutable values made from constants (a dtype, a device string): folded.
     torch.finfo: _fold_value(torch.finfo),
