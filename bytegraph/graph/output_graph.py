@@ -258,11 +258,12 @@ class OutputGraph:
 
 
     def _before_inplace(self, args, kwargs) -> None:
-        """An in-place method (`x.add_()`, `x.unsqueeze_()`) or `out=` op changes tensors
+        """An in-place method (`x.add_()`, `x.unsqueeze_()`, `torch._foreach_mul_(xs, 2)`) or `out=` op changes tensors
         the trace holds: the barrier (scope check; their fake metadata saved for restore)."""
         out = kwargs.get("out") if kwargs else None
-        if out is None:
-            written = [args[0]]
+        if out is None:  # the first argument; a list of tensors for `torch._foreach_add_(xs, ...)`
+            items = args[0].sequence_items()
+            written = list(items) if items is not None else [args[0]]
         else:
             items = out.sequence_items()
             written = list(items) if items is not None else [out]

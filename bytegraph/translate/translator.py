@@ -28,7 +28,7 @@ from ..vars.constant import ConstantVariable
 from ..vars.exceptions import ExceptionVariable
 from ..vars.functions import CellVariable
 from ..vars.iterators import IteratorVariable
-from ..vars.trace_rules import Kind, python_rule
+from ..vars.trace_rules import Kind, elided_call, python_rule
 from .ops_build import BuildOps
 from .ops_calls import CallOps
 from .ops_exceptions import ExceptionOps
@@ -120,6 +120,8 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         module = f_globals.get("__name__", "") or ""
         rule = python_rule(module)
         if rule.kind is Kind.BREAK:
+            if elided_call(module, code.co_name, self.code):
+                return ConstantVariable(None)
             self.unsupported(f"call to {module}.{code.co_name}() is not traced ({rule.reason})",
                              category=rule.category, hint=rule.hint)
         bound = fn_vt.bind_args(self, args, kwargs)

@@ -17,6 +17,7 @@ from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import SizeVariable, TupleVariable
 from .registry import register
+from .tensor_scalar_args import rewrite_method
 
 # Attributes whose value only depends on what the tensor guard pins.
 _METADATA_ATTRS = frozenset({
@@ -97,6 +98,8 @@ class TensorVariable(VariableTracker):
             return tx.output.call_op("call_function", getattr, [self, ConstantVariable(name)], {})
         if name == "grad_fn" and self._grad_fn_is_none(tx):
             return ConstantVariable(None)
+        if name == "grad" and (grad := self._input_grad(tx)) is not None:
+            return grad
         if name in _UNSUPPORTED_ATTRS:
             tx.unsupported(f"code {_UNSUPPORTED_ATTRS[name]} ({self.describe()})",
                            category="unsupported tensor attribute")
@@ -106,6 +109,14 @@ class TensorVariable(VariableTracker):
             return value
         tx.unsupported(f"attribute '{name}' of {self.describe()}", category="unsupported tensor attribute",
                        hint="only standard torch.Tensor attributes are captured")
+
+    def _input_grad(self, tx):
+        """`.grad` of a graph input: None (guarded to stay None) or the real gradient, itself
+        a graph input (guarded like any). None for other tensors (their `.grad` is unsupported)."""
+        real = tx.output.real_input(self) if self.source is not None else None
+        if real is None:
+            return None
+        return tx.wrap(real.grad, AttrSource(self.source, "grad"))
 
     def hasattr_impl(self, tx, name: str) -> bool:
         """`hasattr(x, name)`: a torch.Tensor attribute, or one that user code set on it."""
@@ -144,6 +155,10 @@ class TensorVariable(VariableTracker):
 
             return fold_call(tx, getattr(self.example, name), args, kwargs, f"Tensor.{name}",
                              wrap_result=_wrap_metadata)
+        if kwargs:
+            rewritten = rewrite_method(tx, name, [self, *args], kwargs)
+            if rewritten is not None:
+                return rewritten
         return tx.output.call_op("call_method", name, [self, *args], kwargs)
 
     def _pinned(self, tx, source_kind, name: str, real=None):

@@ -2,11 +2,15 @@
 (grad-mode context managers, RNG state, `torch.Size`), and the grad-mode trackers.
 
 A callable is a graph op if torch lists it as overridable (`torch.overrides`: every
-tensor op, `torch.nn.functional.*`, Tensor methods) or it is a tensor factory.
+tensor op, `torch.nn.functional.*`, Tensor methods), it is a tensor factory or a
+multi-tensor `torch._foreach_*` op.
 Anything else from torch (global state setters, RNG seeding, I/O) is not run at trace
 time: it breaks the graph. `GRAPH_OPS` and `SPECIAL` are data of `vars/trace_rules.py`.
 """
 from __future__ import annotations
+
+import functools
+import typing
 
 import torch
 import torch.nn.functional as F
@@ -16,6 +20,8 @@ from .base import CallableValueVariable, VariableTracker
 from ..guards.guard import GuardKind
 from .constant import ConstantVariable
 from .registry import guard, register
+from .tensor_scalar_args import rewrite_function
+from .torch_contexts import null_context
 
 _FACTORIES = (
     torch.arange, torch.as_tensor, torch.empty, torch.empty_strided, torch.eye, torch.full,
@@ -30,7 +36,7 @@ _FACTORIES = (
 _NOT_GRAPH_OPS = (torch.Tensor.backward, torch.Tensor.register_hook, torch.Tensor.item,
                   torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.retain_grad,
                   torch.Tensor.requires_grad_, torch.Tensor.data_ptr, torch.Tensor._is_view,
-                  torch.Tensor.is_set_to)
+                  torch.Tensor.is_set_to, torch.autocast)  # torch.autocast: a SPECIAL (a break for now)
 
 
 def _graph_ops() -> frozenset:
@@ -38,6 +44,8 @@ def _graph_ops() -> frozenset:
     for fns in torch.overrides.get_overridable_functions().values():
         ops.update(fns)
     ops.update(_FACTORIES)
+    # The multi-tensor ops torch.optim's foreach paths call (lists of tensors in and out).
+    ops.update(getattr(torch, name) for name in dir(torch) if name.startswith("_foreach_"))
     ops.difference_update(_NOT_GRAPH_OPS)
     return frozenset(ops)
 
@@ -51,6 +59,10 @@ class TorchFunctionVariable(CallableValueVariable):
     __slots__ = ()
 
     def call_function(self, tx, args, kwargs):
+        if kwargs:
+            rewritten = rewrite_function(tx, self.fn, args, kwargs)
+            if rewritten is not None:
+                return rewritten
         return tx.output.call_op("call_function", self.fn, args, kwargs)
 
     def describe(self) -> str:
@@ -252,6 +264,9 @@ class _StateQuerySource:
     def describe(self) -> str:
         return f"{self.fn.describe()}({', '.join(repr(a) for a in self.args)})"
 
+    def root(self):
+        return self.fn.root()
+
 
 def _no_torch_function(tx, args, kwargs):
     """`torch.overrides.has_torch_function(tensors)`: False for plain tensors and parameters."""
@@ -271,8 +286,60 @@ def _no_tracing_state(tx, args, kwargs):
     return ConstantVariable(None)
 
 
+def _constant(value):
+    """A handler folding the call to `value`: what the call returns inside a capture."""
+    return lambda tx, args, kwargs: ConstantVariable(value)
+
+
+def _fold_value(fn):
+    """A handler running `fn` on constant arguments at trace time (a dtype argument read
+    from a tensor is guarded by the tensor's guards, a global one by its own)."""
+    def fold(tx, args, kwargs):
+        from .builder import fold_call
+
+        return fold_call(tx, fn, args, kwargs, f"torch.{fn.__name__}", wrap_result=ConstantVariable)
+    return fold
+
+
+def _cast(tx, args, kwargs):
+    """`typing.cast(typ, value)` returns `value`."""
+    if len(args) != 2 or kwargs:
+        tx.unsupported("typing.cast() with other than two positional arguments", category="unsupported call")
+    return args[1]
+
+
+def _autocast(tx, args, kwargs):
+    tx.unsupported("an autocast region inside the compiled function", category="unsupported call",
+                   hint="enter torch.autocast outside the compiled function (the autocast state is "
+                        "guarded and op dtypes follow it)")
+
+
+def _autocast_query(fn):
+    return lambda tx, args, kwargs: _state_query(tx, args, kwargs, fn)
+
+
 SPECIAL = {
-    torch.is_autocast_enabled: lambda tx, args, kwargs: _state_query(tx, args, kwargs, torch.is_autocast_enabled),
+    torch.is_autocast_enabled: _autocast_query(torch.is_autocast_enabled),
+    torch.get_autocast_dtype: _autocast_query(torch.get_autocast_dtype),
+    torch.is_autocast_cpu_enabled: _autocast_query(torch.is_autocast_cpu_enabled),
+    torch.get_autocast_cpu_dtype: _autocast_query(torch.get_autocast_cpu_dtype),
+    torch.is_autocast_cache_enabled: _autocast_query(torch.is_autocast_cache_enabled),
+    torch.amp.is_autocast_available: _autocast_query(torch.amp.is_autocast_available),
+    torch.autocast: _autocast,  # not captured yet
+    torch.cpu.amp.autocast: _autocast,
+    # Immutable values made from constants (a dtype, a device string): folded.
+    torch.finfo: _fold_value(torch.finfo),
+    torch.iinfo: _fold_value(torch.iinfo),
+    torch.device: _fold_value(torch.device),
+    # What torch's own code asks to know whether it is being compiled or JIT-traced.
+    torch.compiler.is_compiling: _constant(True),
+    torch.compiler.is_dynamo_compiling: _constant(True),
+    torch.jit.is_scripting: _constant(False),
+    torch.jit.is_tracing: _constant(False),
+    torch._C._is_tracing: _constant(False),
+    typing.cast: _cast,
+    # Profiler ranges: no-ops in the graph, as under torch.compile.
+    torch.autograd.profiler.record_function: functools.partial(null_context, cls=torch.autograd.profiler.record_function),
     torch.overrides.has_torch_function: _no_torch_function,
     torch._C._get_tracing_state: _no_tracing_state,
     torch.no_grad: _no_grad,

@@ -93,6 +93,23 @@ NOT_INLINED_MODULES = frozenset({
 NOT_INLINED_PREFIXES = ("torch._dynamo", "torch._compile", "torch.autograd.profiler", "torch.profiler",
                         "typing")
 
+# Calls torch's own code makes for torch.compile's pipeline alone, with no effect on what
+# bytegraph captures: (callee module, callee name, caller file, caller name) -> why the call
+# is dropped. Anywhere else these calls keep their rule (a user's graph_break() breaks).
+ELIDED_CALLS = {
+    ("torch._dynamo.decorators", "graph_break", "torch/optim/optimizer.py", "_use_grad"):
+        "torch.optim's grad-mode wrapper breaks the graph only so that aot_autograd sees an inference "
+        "graph (pytorch#104053); bytegraph records the grad-mode switch in the graph instead",
+}
+
+
+def elided_call(module: str, name: str, caller) -> bool:
+    """Whether a call of `module.name` from code object `caller` is dropped (ELIDED_CALLS)."""
+    filename = caller.co_filename.replace("\\", "/")
+    return any(module == m and name == n and caller.co_name == c and filename.endswith(f)
+               for m, n, f, c in ELIDED_CALLS)
+
+
 _INLINE = Rule(Kind.INLINE, "a Python function: its bytecode is traced")
 _IO_MODULE = Rule(Kind.BREAK, "it does I/O or keeps global state", category="unsupported call",
                   hint="the call runs eagerly at a graph break; move it outside the compiled "
