@@ -108,7 +108,7 @@ def test_count_of_and_index_of_polyfills():
 
 # ---- the table keeps every earlier decision ------------------------------------------------
 
-MOVED_TO_POLYFILLS = {functools.reduce, math.prod}  # were builtins.HANDLERS entries
+MOVED_TO_POLYFILLS = {functools.reduce, math.prod, itertools.repeat}  # were builtins.HANDLERS entries
 
 
 def _decision_before(fn):

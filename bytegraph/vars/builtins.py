@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import builtins
 import functools
-import itertools
 import math
 import operator
 
@@ -469,15 +468,6 @@ def _filter(tx, fn, args, kwargs):
     keep = [i for i in items if (i.truth(tx) if pred.is_python_constant() and pred.as_python_constant() is None
                                  else pred.call_function(tx, [i], {}).truth(tx))]
     return SequenceIteratorVariable.over_items(keep)
-
-
-@handles(itertools.repeat)
-def _repeat(tx, fn, args, kwargs):
-    """`itertools.repeat(x, n)` with a constant `n` (e.g. torch.nn.modules.utils._pair)."""
-    times = args[1] if len(args) > 1 else kwargs.get("times")
-    if times is None or not times.is_python_constant():
-        tx.unsupported("itertools.repeat() without a constant count", category="unsupported builtin")
-    return SequenceIteratorVariable.over_items([args[0]] * max(0, times.as_python_constant()))
 
 
 @handles(builtins.reversed)
