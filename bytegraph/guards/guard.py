@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import math
+import types
 from dataclasses import dataclass
 
 from .sources import Source
@@ -137,6 +138,8 @@ class Guard:
 
 
 def _short_repr(obj) -> str:
+    if isinstance(obj, types.ModuleType):
+        return f"module {obj.__name__}"
     r = repr(obj)
     return r if len(r) <= 60 else r[:57] + "..."
 

@@ -299,18 +299,12 @@ def _relpath(path: str) -> str:
 
 
 _ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{4,}\b")
-# A module's repr cut short by a guard description (`Guard.describe`) before the path could
-# be made relative: the rest of the path depends on where the virtual environment is (inside
-# the checkout, as in CI, or elsewhere) and where the cut falls on the checkout's path length,
-# so every module repr's path is dropped before any path is made relative.
-_TRUNCATED_MODULE_PATH = re.compile(r"(<module '[\w.]+' from ')/[^'\s]*?(?:\.\.\.|'>)")
 _COUNTED = re.compile(r"\b(__bg_graph_|__bg_obj_)(\d+)\b")
 
 
 def normalize(text: str) -> str:
     """Paths relative to the repo (torch and stdlib as `<torch>`/`<stdlib>`), no object
     addresses, process-global counters renumbered by first appearance in `text`."""
-    text = _TRUNCATED_MODULE_PATH.sub(r"\1...", text)
     text = text.replace(_TORCH_DIR + os.sep, "<torch>/").replace(_STDLIB_DIR + os.sep, "<stdlib>/")
     text = text.replace(ROOT + os.sep, "")
     text = _ADDRESS.sub("0x?", text)
