@@ -29,6 +29,7 @@ from .fake_inputs import fake_input
 from .side_effects import SideEffects
 from ..errors import UserCodeRaisesError
 from ..guards.guard import Guard, GuardKind, TensorSpec
+from ..vars import autocast
 from ..vars.base import VariableTracker
 from ..vars.builder import wrap_op_result
 from ..vars.containers import NamedTupleVariable, TupleVariable
@@ -51,6 +52,7 @@ class OutputGraph:
         self._input_by_id: dict = {}
         self.grad_enabled = torch.is_grad_enabled()
         self.initial_grad_enabled = self.grad_enabled
+        self.autocast = None  # the capture's AutocastTrace, once used (Note [Autocast in the trace])
         self.current_tx = None
         self.side_effects = SideEffects(self)
         self.speculation_log = None  # the capture's SpeculationLog (translate/speculation.py)
@@ -67,7 +69,7 @@ class OutputGraph:
             self.graph, tuple(_graph_position(g) for g in graphs), tuple(len(s.lifted) for s in self._subgraphs),
             len(self.guards), dict(self.first_use), len(self.inputs), len(self.tracked),
             len(self.globals_sources), self.grad_enabled, torch.is_grad_enabled(), self.current_tx,
-            self.nn_module_aliases, self.side_effects.checkpoint())
+            self.nn_module_aliases, self.side_effects.checkpoint(), self.autocast)
 
     def restore(self, cp: "GraphCheckpoint") -> None:
         """Undo everything since `cp` (which stays active; `release` it when done)."""
@@ -92,6 +94,8 @@ class OutputGraph:
         torch._C._set_grad_enabled(cp.real_grad_enabled)
         self.current_tx = cp.current_tx
         self.nn_module_aliases = cp.nn_module_aliases
+        if self.autocast is not cp.autocast:
+            autocast.set_trace(self, cp.autocast)
 
     def release(self, cp: "GraphCheckpoint") -> None:
         """Keep everything since `cp` (the speculation succeeded)."""
@@ -195,10 +199,13 @@ class OutputGraph:
         prior_disabled = _FAKE_TENSOR_LOG.disabled
         _FAKE_TENSOR_LOG.disabled = True  # not setLevel: that clears the caches of all ~200 loggers
         try:
+            if torch._C._is_any_autocast_enabled():  # op dtypes follow the ambient autocast state
+                autocast.start(self, self.current_tx.guard_location())
             with self.fake_mode:
                 yield
         finally:
             torch._C._set_grad_enabled(prior)
+            autocast.end_tracing(self)
             _FAKE_TENSOR_LOG.disabled = prior_disabled
 
     def set_grad_enabled(self, mode: bool) -> None:
@@ -232,7 +239,8 @@ class OutputGraph:
 
     def _run_fake(self, tx, kind, target, args, kwargs):
         """Run the op on fake values (inside `tracing()`, so the fake mode is active)."""
-        key = fake_memo.memo_key(kind, target, args, kwargs)
+        trace = self.autocast
+        key = fake_memo.memo_key(kind, target, args, kwargs) if trace is None or not trace.state.enabled else None
         if key is not None:
             cached = fake_memo.lookup(self.fake_mode, key, args, kwargs)
             if cached is not None:
@@ -300,6 +308,7 @@ class GraphCheckpoint:
     current_tx: object
     nn_module_aliases: int
     side_effects: tuple
+    autocast: object        # the AutocastTrace (vars/autocast.py)
 
 
 class Subgraph:

@@ -18,6 +18,7 @@ from ..graph.codegen import PyCodegen
 from ..graph.output_graph import OutputGraph, add_stack_traces
 from ..guards.guard import Guard, GuardKind
 from ..guards.sources import ClosureSource, GlobalsDictSource, LocalCellContentsSource, LocalSource
+from ..vars import autocast
 from ..vars.functions import CellVariable
 from ..vars.lazy_int import wrap_int
 from .breaks import emit_break, nested_break, resumable_reason
@@ -141,6 +142,7 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
                 cg.load_const(output.grad_enabled)
                 cg.call(1)
                 cg.pop_top()
+            autocast.emit_real_transitions(cg, output, at_break=True)
 
         waiting, breaking_fn = nested
         try:
@@ -157,6 +159,7 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
     graph = _emit_graph_call(cg, output, _graph_outputs(cg, output, result), backend)
     cg.reconstruct(result)
     output.side_effects.replay(cg)  # Note [Side-effect replay]: after the return value is loaded
+    autocast.emit_real_transitions(cg, output, at_break=False)
     cg.return_value()
     return _transformed_function(cg, fn), cg.graph_module, graph, None
 
@@ -199,6 +202,7 @@ def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend)
     has_ops = any(node.op not in ("placeholder",) for node in graph.nodes)
     if not has_ops:
         return None
+    autocast.close_graph(output)  # Note [Autocast in the trace]: the graph is balanced
     graph.output(tuple(vt.node for vt in outputs))
     add_stack_traces(graph)
     if config.debug:

@@ -21,6 +21,7 @@ from ..guards.guard import GuardKind
 from .constant import ConstantVariable
 from .registry import guard, register
 from .tensor_scalar_args import rewrite_function
+from .autocast import SPECIAL as AUTOCAST_SPECIAL
 from .torch_contexts import null_context
 
 _FACTORIES = (
@@ -36,7 +37,7 @@ _FACTORIES = (
 _NOT_GRAPH_OPS = (torch.Tensor.backward, torch.Tensor.register_hook, torch.Tensor.item,
                   torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.retain_grad,
                   torch.Tensor.requires_grad_, torch.Tensor.data_ptr, torch.Tensor._is_view,
-                  torch.Tensor.is_set_to, torch.autocast)  # torch.autocast: a SPECIAL (a break for now)
+                  torch.Tensor.is_set_to, torch.autocast)  # torch.autocast: a SPECIAL (vars/autocast.py)
 
 
 def _graph_ops() -> frozenset:
@@ -232,42 +233,6 @@ def _rng(tx, args, kwargs):
                    category="unsupported call", hint="seed the generator outside the compiled function")
 
 
-def _state_query(tx, args, kwargs, fn=None):
-    """A query of global torch state (autocast, ...): its current value, guarded per call."""
-    from ..guards.guard import Guard, GuardKind
-    from ..guards.sources import ObjectSource
-
-    consts = [a.as_python_constant() for a in args]
-    value = fn(*consts)
-    source = _StateQuerySource(ObjectSource(fn), tuple(consts))
-    tx.output.add_guard(Guard(GuardKind.CONSTANT_MATCH, source, value, tx.guard_location()))
-    return ConstantVariable(value)
-
-
-class _StateQuerySource:
-    """`fn(*args)` re-evaluated by the guard function (a guard-only source)."""
-
-    __slots__ = ("args", "fn")
-
-    def __init__(self, fn, args):
-        self.fn, self.args = fn, args
-
-    def __eq__(self, other):
-        return type(other) is _StateQuerySource and other.fn == self.fn and other.args == self.args
-
-    def __hash__(self):
-        return hash((self.fn, self.args))
-
-    def name(self) -> str:
-        return f"{self.fn.name()}({', '.join(repr(a) for a in self.args)})"
-
-    def describe(self) -> str:
-        return f"{self.fn.describe()}({', '.join(repr(a) for a in self.args)})"
-
-    def root(self):
-        return self.fn.root()
-
-
 def _no_torch_function(tx, args, kwargs):
     """`torch.overrides.has_torch_function(tensors)`: False for plain tensors and parameters."""
     from .tensor import TensorVariable
@@ -308,25 +273,8 @@ def _cast(tx, args, kwargs):
     return args[1]
 
 
-def _autocast(tx, args, kwargs):
-    tx.unsupported("an autocast region inside the compiled function", category="unsupported call",
-                   hint="enter torch.autocast outside the compiled function (the autocast state is "
-                        "guarded and op dtypes follow it)")
-
-
-def _autocast_query(fn):
-    return lambda tx, args, kwargs: _state_query(tx, args, kwargs, fn)
-
-
 SPECIAL = {
-    torch.is_autocast_enabled: _autocast_query(torch.is_autocast_enabled),
-    torch.get_autocast_dtype: _autocast_query(torch.get_autocast_dtype),
-    torch.is_autocast_cpu_enabled: _autocast_query(torch.is_autocast_cpu_enabled),
-    torch.get_autocast_cpu_dtype: _autocast_query(torch.get_autocast_cpu_dtype),
-    torch.is_autocast_cache_enabled: _autocast_query(torch.is_autocast_cache_enabled),
-    torch.amp.is_autocast_available: _autocast_query(torch.amp.is_autocast_available),
-    torch.autocast: _autocast,  # not captured yet
-    torch.cpu.amp.autocast: _autocast,
+    **AUTOCAST_SPECIAL,  # torch.autocast blocks and the autocast state queries
     # Immutable values made from constants (a dtype, a device string): folded.
     torch.finfo: _fold_value(torch.finfo),
     torch.iinfo: _fold_value(torch.iinfo),

@@ -1,0 +1,416 @@
+"""`torch.autocast` / `torch.amp.autocast` (CPU) inside the traced code, and the autocast
+state queries (`torch.is_autocast_enabled`, `get_autocast_dtype`, ...).
+
+Note [Autocast in the trace]
+The capture keeps one immutable `AutocastTrace` record in `OutputGraph.autocast` (None
+until the trace touches autocast; saved by checkpoints): the *ambient* CPU autocast state
+the capture started in (guarded: enabled, dtype, weight-cache flag), the *traced* state
+now, the graph's open `_enter_autocast` nodes, the blocks entered by the trace and still
+open, and the blocks entered before the capture (a resume function's) that it exited.
+- While tracing, the real thread-local state follows the traced one, so fake-tensor
+  propagation gives autocast's dtypes (`x @ w` is bfloat16); the real weight cache is off
+  meanwhile (fake tensors never enter it) and everything is put back when tracing ends.
+  Fake results are not memoized under autocast (`OutputGraph._run_fake`).
+- The graph records what torch.compile records: `n = _enter_autocast(device, dtype,
+  enabled, cache)` at a block's start and `_exit_autocast(n)` at its end, so every backend
+  (eager, aot_autograd, inductor) reproduces eager's dtypes. A graph is balanced: when it
+  ends inside blocks, `_exit_autocast` of each open node is appended before its output.
+- At a graph break inside a block (Note [Breaks inside blocks] in translate/breaks.py) the
+  block's exit slot is rebuilt as an `AutocastExit` constant (the block's state and the
+  state before it, identity-guarded by the resume function); the residual code enters the
+  open blocks for real (`enter_autocast_block`) before the breaking instruction, so it and
+  the resume function run under autocast as in eager. The resume function starts in that
+  ambient state; the block's end calls the `AutocastExit` slot: the trace switches the
+  graph to the prior state (one more `_enter_autocast` node, closed at the graph's end)
+  and the residual code calls the real exit after the graph.
+Queries of the CPU state answer from the traced state; those of other devices read the
+real state and guard it. Only `device_type="cpu"` blocks are traced; others break.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, replace
+
+import torch
+from torch.amp.autocast_mode import _enter_autocast, _exit_autocast
+
+from ..guards.guard import Guard, GuardKind
+from ..guards.sources import AttrSource, ObjectSource
+from .base import VariableTracker
+from .constant import ConstantVariable
+from .registry import guard, register
+
+_AUTOCAST = torch.amp.autocast_mode.autocast
+
+
+@dataclass(frozen=True)
+class AutocastState:
+    """The CPU autocast state: enabled, the lower-precision dtype, the weight-cache flag."""
+
+    enabled: bool
+    dtype: torch.dtype
+    cache: bool
+
+    def describe(self) -> str:
+        return f"{'on' if self.enabled else 'off'} {str(self.dtype).removeprefix('torch.')}"
+
+
+@dataclass(frozen=True)
+class AutocastTrace:
+    """The capture's autocast record (Note [Autocast in the trace])."""
+
+    ambient: AutocastState  # the real state when the capture started (guarded)
+    state: AutocastState    # the traced state now
+    graph_open: tuple = ()  # `_enter_autocast` nodes not exited in the graph yet, outermost first
+    entered: tuple = ()     # (enter node, AutocastExit) of blocks the trace entered, still open
+    popped: tuple = ()      # AutocastExit of blocks entered before the capture that the trace exited
+
+
+def _real_state() -> AutocastState:
+    return AutocastState(torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"),
+                         torch.is_autocast_cache_enabled())
+
+
+def _set_real(state: AutocastState, cache: bool) -> None:
+    torch.set_autocast_enabled("cpu", state.enabled)
+    torch.set_autocast_dtype("cpu", state.dtype)
+    torch.set_autocast_cache_enabled(cache)
+
+
+def start(output, location: str) -> AutocastTrace:
+    """The capture's record, made on first use: reads and guards the ambient state (op
+    dtypes and the queries' answers depend on it) and turns the real weight cache off."""
+    trace = output.autocast
+    if trace is None:
+        ambient = _real_state()
+        for fn, args, value in ((torch.is_autocast_enabled, ("cpu",), ambient.enabled),
+                                (torch.get_autocast_dtype, ("cpu",), ambient.dtype),
+                                (torch.is_autocast_cache_enabled, (), ambient.cache)):
+            output.add_guard(Guard(GuardKind.CONSTANT_MATCH, StateQuerySource(ObjectSource(fn), args), value, location))
+        torch.set_autocast_cache_enabled(False)
+        trace = output.autocast = AutocastTrace(ambient, ambient)
+    return trace
+
+
+def set_trace(output, trace: AutocastTrace | None) -> None:
+    """Make `trace` the capture's record (a new state, or a checkpoint's) and the real
+    state follow it; None puts the ambient state back."""
+    previous = output.autocast
+    output.autocast = trace
+    if trace is not None:
+        _set_real(trace.state, False)
+    elif previous is not None:
+        _set_real(previous.ambient, previous.ambient.cache)
+
+
+def end_tracing(output) -> None:
+    """Put the real state back to the ambient one (the end of `OutputGraph.tracing()`)."""
+    if output.autocast is not None:
+        _set_real(output.autocast.ambient, output.autocast.ambient.cache)
+
+
+def close_graph(output) -> None:
+    """Exit the graph's open autocast nodes, innermost first, before its output node."""
+    trace = output.autocast
+    if trace is not None:
+        for node in reversed(trace.graph_open):
+            output.root_graph.call_function(_exit_autocast, (node,))
+
+
+def emit_real_transitions(cg, output, at_break: bool) -> None:
+    """Residual code after the graph: the real exits of blocks entered before the capture
+    that the trace left, then (at a break) the real enters of the blocks still open."""
+    trace = output.autocast
+    if trace is None:
+        return
+    for exit_ in trace.popped:
+        cg.push_null()
+        cg.load_const(exit_)
+        for _ in range(3):
+            cg.load_const(None)
+        cg.call_and_pop(3)
+    if at_break:
+        for _, exit_ in trace.entered:
+            cg.push_null()
+            cg.load_const(enter_autocast_block)
+            cg.load_const(exit_)
+            cg.call_and_pop(1)
+
+
+class AutocastExit:
+    """The `__exit__` of an autocast block, handed to a resume function at a graph break:
+    leaves the block's `state` for `prior` (as `torch.autocast.__exit__` does)."""
+
+    __slots__ = ("state", "prior")
+
+    def __init__(self, state: AutocastState, prior: AutocastState):
+        self.state = state
+        self.prior = prior
+
+    def __call__(self, *exc_info) -> bool:
+        if torch.autocast_decrement_nesting() == 0:
+            torch.clear_autocast_cache()
+        _set_real(self.prior, self.prior.cache)
+        return False
+
+    def __repr__(self) -> str:
+        return f"<exit of autocast cpu {self.state.describe()} to {self.prior.describe()}>"
+
+
+def enter_autocast_block(exit_: AutocastExit) -> None:
+    """Enter for real the block `exit_` leaves (residual code at a break inside it)."""
+    torch.set_autocast_enabled("cpu", exit_.state.enabled)
+    torch.set_autocast_dtype("cpu", exit_.state.dtype)
+    torch.autocast_increment_nesting()
+    torch.set_autocast_cache_enabled(exit_.state.cache)
+
+
+class AutocastVariable(VariableTracker):
+    """A `torch.autocast("cpu", ...)` object: its arguments resolved as its constructor
+    resolves them (dtype and cache flag default to the state at construction)."""
+
+    __slots__ = ("device", "dtype", "enabled", "cache")
+    rebuilt_as_new_object = True
+
+    def __init__(self, device: str, dtype, enabled: bool, cache: bool, source=None):
+        super().__init__(source)
+        self.device, self.dtype, self.enabled, self.cache = device, dtype, enabled, cache
+
+    def python_type(self) -> type:
+        return _AUTOCAST
+
+    def describe(self) -> str:
+        return f"torch.autocast({self.device!r}, dtype={self.dtype}, enabled={self.enabled})"
+
+    def enter_with(self, tx) -> tuple:
+        return self.enter(tx), self
+
+    def enter(self, tx) -> "AutocastExitVariable":
+        if self.device != "cpu":
+            tx.unsupported(f"an autocast block for device {self.device!r} (only 'cpu' is traced)",
+                           category="unsupported call")
+        trace = start(tx.output, tx.guard_location())
+        state = AutocastState(self.enabled, self.dtype, self.cache)
+        node = tx.output.graph.call_function(_enter_autocast, ("cpu", self.dtype, self.enabled, self.cache))
+        exit_ = AutocastExit(state, trace.state)
+        set_trace(tx.output, replace(trace, state=state, graph_open=trace.graph_open + (node,),
+                                     entered=trace.entered + ((node, exit_),)))
+        return AutocastExitVariable(exit_, node)
+
+    def call_function(self, tx, args, kwargs):
+        """`torch.autocast(...)(fn)`: `fn` called inside the block."""
+        if len(args) != 1 or kwargs or args[0].inlined_function() is None:
+            tx.unsupported(f"calling {self.describe()} with other than one function", category="unsupported call")
+        return AutocastWrappedFunction(self, args[0])
+
+    def reconstruct(self, cg) -> None:
+        if self.source is not None:
+            return super().reconstruct(cg)
+        cg.push_null()
+        cg.load_const(torch.autocast)
+        for value in (self.device, self.dtype, self.enabled, self.cache):
+            cg.load_const(value)
+        cg.call(4)
+
+
+class AutocastExitVariable(VariableTracker):
+    """The exit callable BEFORE_WITH leaves on the stack for an autocast block: `node` is
+    its `_enter_autocast` node, None for a block entered before the capture (an
+    `AutocastExit` handed to a resume function)."""
+
+    __slots__ = ("exit", "node")
+    kept_in_block = True
+
+    def __init__(self, exit_: AutocastExit, node, source=None):
+        super().__init__(source)
+        self.exit = exit_
+        self.node = node
+
+    def python_type(self) -> type:
+        return AutocastExit
+
+    def call_function(self, tx, args, kwargs):
+        output = tx.output
+        trace = start(output, tx.guard_location())
+        if self.node is not None:
+            if not trace.entered or trace.entered[-1][0] is not self.node:
+                tx.unsupported("autocast blocks exited out of order", category="unsupported call")
+            output.graph.call_function(_exit_autocast, (self.node,))
+            set_trace(output, replace(trace, state=self.exit.prior, graph_open=trace.graph_open[:-1],
+                                      entered=trace.entered[:-1]))
+        else:
+            if trace.entered or trace.state != self.exit.state or self.exit in trace.popped:
+                tx.unsupported("an autocast block entered before the capture exited out of order",
+                               category="unsupported call")
+            prior = self.exit.prior
+            node = output.graph.call_function(_enter_autocast, ("cpu", prior.dtype, prior.enabled, prior.cache))
+            set_trace(output, replace(trace, state=prior, graph_open=trace.graph_open + (node,),
+                                      popped=trace.popped + (self.exit,)))
+        return ConstantVariable(False)
+
+    def reconstruct(self, cg) -> None:
+        cg.load_const(self.exit)
+
+
+class AutocastWrappedFunction(VariableTracker):
+    """A function decorated in the trace with an autocast object (`torch.autocast("cpu")(f)`)."""
+
+    __slots__ = ("ctx", "fn")
+    rebuilt_as_new_object = True
+
+    def __init__(self, ctx: AutocastVariable, fn: VariableTracker):
+        super().__init__(None)
+        self.ctx = ctx
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return type(self.fn.inlined_function())
+
+    def children(self):
+        return (self.ctx, self.fn)
+
+    def call_function(self, tx, args, kwargs):
+        from ..errors import TracedRaise
+
+        exit_ = self.ctx.enter(tx)
+        none = ConstantVariable(None)
+        try:
+            result = self.fn.call_function(tx, args, kwargs)
+        except TracedRaise:  # the exception leaves the block: exit first, as `with` does
+            exit_.call_function(tx, [none, none, none], {})
+            raise
+        exit_.call_function(tx, [none, none, none], {})
+        return result
+
+    def reconstruct(self, cg) -> None:
+        cg.push_null()
+        cg.reconstruct(self.ctx)
+        cg.reconstruct(self.fn)
+        cg.call(1)
+
+
+@register(AutocastExit, exact=True)
+def build_autocast_exit(tx, value, source, do_guard: bool) -> VariableTracker:
+    """An autocast block's exit handed to a resume function (Note [Autocast in the trace])."""
+    guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
+    return AutocastExitVariable(value, None, source)
+
+
+@register(_AUTOCAST, exact=True)
+def build_autocast(tx, value, source, do_guard: bool) -> VariableTracker:
+    """A real `torch.autocast` object (a global, a closure cell of `@torch.autocast(...)`)."""
+    guard(tx, do_guard, GuardKind.TYPE_MATCH, source, _AUTOCAST)
+    attrs = {}
+    for name in ("device", "fast_dtype", "_enabled", "_cache_enabled"):
+        attrs[name] = getattr(value, name)
+        guard(tx, do_guard, GuardKind.CONSTANT_MATCH, AttrSource(source, name), attrs[name])
+    return AutocastVariable(attrs["device"], attrs["fast_dtype"], attrs["_enabled"], attrs["_cache_enabled"], source)
+
+
+def autocast_call(tx, args, kwargs):
+    """`torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)` on constants."""
+    values = _bind_constants(tx, args, kwargs)
+    device = values.get("device_type")
+    if device != "cpu":
+        tx.unsupported(f"torch.autocast for device {device!r} (only 'cpu' is traced)", category="unsupported call")
+    trace = start(tx.output, tx.guard_location())
+    dtype = values.get("dtype")
+    cache = values.get("cache_enabled")
+    resolved = dict(device_type="cpu", dtype=trace.state.dtype if dtype is None else dtype,
+                    enabled=values.get("enabled", True), cache_enabled=trace.state.cache if cache is None else cache)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            _AUTOCAST(**resolved)
+        except (TypeError, ValueError, RuntimeError) as e:
+            tx.unsupported(f"torch.autocast({_render(values)}) raises {type(e).__name__}: {e}",
+                           category="unsupported call")
+    if caught:
+        tx.unsupported(f"torch.autocast({_render(values)}) warns: {caught[0].message}", category="unsupported call")
+    return AutocastVariable("cpu", resolved["dtype"], bool(resolved["enabled"]), bool(resolved["cache_enabled"]))
+
+
+_PARAMETERS = ("device_type", "dtype", "enabled", "cache_enabled")
+
+
+def _bind_constants(tx, args, kwargs) -> dict:
+    if len(args) > len(_PARAMETERS) or set(kwargs) - set(_PARAMETERS[len(args):]):
+        tx.unsupported("torch.autocast() with unexpected arguments", category="unsupported call")
+    bound = dict(zip(_PARAMETERS, args))
+    bound.update(kwargs)
+    for name, vt in bound.items():
+        if not vt.is_python_constant():
+            tx.unsupported(f"torch.autocast() with a non-constant {name}", category="unsupported call")
+    return {name: vt.as_python_constant() for name, vt in bound.items()}
+
+
+def _render(values: dict) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in values.items())
+
+
+def _deprecated_cpu_autocast(tx, args, kwargs):
+    tx.unsupported("torch.cpu.amp.autocast (deprecated: it warns on every construction)",
+                   category="unsupported call", hint="use torch.autocast('cpu', ...)")
+
+
+# ---- state queries ------------------------------------------------------------------
+def _traced_query(read):
+    """A handler answering a CPU-state query from the traced state."""
+    def query(tx, args, kwargs):
+        return ConstantVariable(read(start(tx.output, tx.guard_location()).state))
+    return query
+
+
+def _device_query(fn, read):
+    """`fn(device)`: the traced state for 'cpu', else the real one, guarded."""
+    def query(tx, args, kwargs):
+        consts = [a.as_python_constant() for a in (*args, *kwargs.values())]
+        if consts == ["cpu"]:
+            return ConstantVariable(read(start(tx.output, tx.guard_location()).state))
+        return state_query(tx, fn, consts)
+    return query
+
+
+def state_query(tx, fn, consts: list) -> VariableTracker:
+    """A query of global torch state the trace does not change: its current value, guarded."""
+    value = fn(*consts)
+    source = StateQuerySource(ObjectSource(fn), tuple(consts))
+    tx.output.add_guard(Guard(GuardKind.CONSTANT_MATCH, source, value, tx.guard_location()))
+    return ConstantVariable(value)
+
+
+class StateQuerySource:
+    """`fn(*args)` re-evaluated by the guard function (a guard-only source)."""
+
+    __slots__ = ("args", "fn")
+
+    def __init__(self, fn, args):
+        self.fn, self.args = fn, args
+
+    def __eq__(self, other):
+        return type(other) is StateQuerySource and other.fn == self.fn and other.args == self.args
+
+    def __hash__(self):
+        return hash((self.fn, self.args))
+
+    def name(self) -> str:
+        return f"{self.fn.name()}({', '.join(repr(a) for a in self.args)})"
+
+    def describe(self) -> str:
+        return f"{self.fn.describe()}({', '.join(repr(a) for a in self.args)})"
+
+    def root(self):
+        return self.fn.root()
+
+
+SPECIAL = {
+    torch.is_autocast_enabled: _device_query(torch.is_autocast_enabled, lambda s: s.enabled),
+    torch.get_autocast_dtype: _device_query(torch.get_autocast_dtype, lambda s: s.dtype),
+    torch.is_autocast_cpu_enabled: _traced_query(lambda s: s.enabled),
+    torch.get_autocast_cpu_dtype: _traced_query(lambda s: s.dtype),
+    torch.is_autocast_cache_enabled: _traced_query(lambda s: s.cache),
+    torch.amp.is_autocast_available:
+        lambda tx, args, kwargs: state_query(tx, torch.amp.is_autocast_available, [a.as_python_constant() for a in args]),
+    torch.autocast: autocast_call,
+    torch.cpu.amp.autocast: _deprecated_cpu_autocast,
+}
