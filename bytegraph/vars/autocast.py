@@ -22,7 +22,8 @@ open, and the blocks entered before the capture (a resume function's) that it ex
   the resume function run under autocast as in eager. The resume function starts in that
   ambient state; the block's end calls the `AutocastExit` slot: the trace switches the
   graph to the prior state (one more `_enter_autocast` node, closed at the graph's end)
-  and the residual code calls the real exit after the graph.
+  and the residual code calls the real exit after the graph. The weight cache is cleared
+  there too (a cast made inside the block must not serve a later block of another dtype).
 Queries of the CPU state answer from the traced state; those of other devices read the
 real state and guard it. Only `device_type="cpu"` blocks are traced; others break.
 """
@@ -189,6 +190,8 @@ class AutocastVariable(VariableTracker):
         if self.device != "cpu":
             tx.unsupported(f"an autocast block for device {self.device!r} (only 'cpu' is traced)",
                            category="unsupported call")
+        if tx.output.graph is not tx.output.root_graph:
+            tx.unsupported("an autocast block inside the body of a higher-order op", category="unsupported call")
         trace = start(tx.output, tx.guard_location())
         state = AutocastState(self.enabled, self.dtype, self.cache)
         node = tx.output.graph.call_function(_enter_autocast, ("cpu", self.dtype, self.enabled, self.cache))
@@ -244,6 +247,10 @@ class AutocastExitVariable(VariableTracker):
                                category="unsupported call")
             prior = self.exit.prior
             node = output.graph.call_function(_enter_autocast, ("cpu", prior.dtype, prior.enabled, prior.cache))
+            # The block's weight casts are stale now (eager drops them when its outermost block ends;
+            # this graph's nodes keep the nesting above zero): drop them here, so a later block
+            # of another dtype makes its own.
+            output.graph.call_function(torch.clear_autocast_cache, ())
             set_trace(output, replace(trace, state=prior, graph_open=trace.graph_open + (node,),
                                       popped=trace.popped + (self.exit,)))
         return ConstantVariable(False)
