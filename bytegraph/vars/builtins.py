@@ -435,7 +435,7 @@ def _iter(tx, fn, args, kwargs):
 @handles(builtins.next)
 def _next(tx, fn, args, kwargs):
     it = args[0]
-    if not isinstance(it, IteratorVariable):
+    if not isinstance(it, IteratorVariable) and not _has_next(it):
         tx.raise_user_error(TypeError(f"{it.describe()} is not an iterator"))
     item = it.next_item(tx)
     if item is None:
@@ -443,6 +443,15 @@ def _next(tx, fn, args, kwargs):
             return args[1]
         tx.raise_user_error(StopIteration())
     return item
+
+
+def _has_next(vt) -> bool:
+    """Whether the value's type defines `__next__` (a real iterator the tracer does not
+    model, such as an `itertools.count` from outside: its `next_item` breaks)."""
+    try:
+        return hasattr(vt.python_type(), "__next__")
+    except NotImplementedError:
+        return False
 
 
 @handles(builtins.enumerate)

@@ -58,6 +58,8 @@ def _table() -> dict:
     tables = (
         ((fn, Rule(Kind.POLYFILL, "a C function with a Python stand-in in vars/polyfills",
                    PolyfillVariable, polyfill=p)) for fn, p in POLYFILLS.items()),
+        ((polyfills.unsupported, Rule(Kind.BUILTIN, "a polyfill body's graph break (vars/polyfills)",
+                                      polyfills.PolyfillBreakVariable)),),
         ((fn, Rule(Kind.BUILTIN, "a torch callable with trace-time semantics (torch_functions.SPECIAL)",
                    TorchSpecialVariable, handler=h)) for fn, h in SPECIAL.items()),
         ((fn, Rule(Kind.GRAPH_OP, "a torch op (torch.overrides or a tensor factory)", TorchFunctionVariable))

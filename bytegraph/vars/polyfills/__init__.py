@@ -17,6 +17,13 @@ every global it reads becomes a guard of the compiled entry. The result keeps th
 function's type when a body is a generator (`returns=itertools.chain`), so `isinstance`
 and `type()` answer as in eager.
 
+Breaking cleanly: on an input the body does not model (a type whose C behaviour cannot be
+stated in Python, such as `PyNumber_Check`), the call-time part of a body calls
+`unsupported("reason")`. The trace is put back to just before the C function's call
+(a checkpoint is taken for bodies that name `unsupported`) and the graph breaks there,
+in the caller's frame, with the reason: the C function then runs eagerly, once. Only the
+call-time part may call it, not a nested generator run later.
+
 Registering: importing this package imports every polyfill module, filling `POLYFILLS`
 (C function -> `Polyfill`); `vars/trace_rules.py` makes each a POLYFILL rule, so the
 builder wraps the C function as a `PolyfillVariable`. A C function has one rule: a
@@ -36,6 +43,7 @@ class Polyfill:
     target: object  # the C function (or C type) it stands in for
     body: object  # the Python function traced in its place
     returns: type | None = None  # the type of the C function's result, if the body is a generator
+    may_break: bool = False  # whether the body calls `unsupported` (its calls take a checkpoint)
 
 
 POLYFILLS: dict = {}
@@ -44,10 +52,36 @@ POLYFILLS: dict = {}
 def polyfill(*targets, returns: type | None = None):
     """Register the decorated Python function as the stand-in of every C callable in `targets`."""
     def register(body):
+        may_break = "unsupported" in body.__code__.co_names
         for target in targets:
-            POLYFILLS[target] = Polyfill(target, body, returns)
+            POLYFILLS[target] = Polyfill(target, body, returns, may_break)
         return body
     return register
+
+
+def unsupported(reason: str):
+    """Called by a polyfill body on an input it does not model: the graph breaks at the
+    polyfilled call (`PolyfillBreakVariable`). Never runs for real."""
+    raise AssertionError(f"bytegraph: polyfill break outside a trace: {reason}")
+
+
+class _PolyfillUnsupported(Exception):
+    """Internal: a polyfill body called `unsupported(reason)`; `PolyfillVariable` turns it
+    into a graph break of the calling frame."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class PolyfillBreakVariable(CallableValueVariable):
+    """`unsupported` read by a polyfill body (a trace rule of `vars/trace_rules.py`)."""
+
+    __slots__ = ()
+
+    def call_function(self, tx, args, kwargs):
+        (reason,) = args
+        raise _PolyfillUnsupported(reason.as_python_constant())
 
 
 class PolyfillVariable(CallableValueVariable):
@@ -58,9 +92,26 @@ class PolyfillVariable(CallableValueVariable):
 
     def call_function(self, tx, args, kwargs):
         polyfill = POLYFILLS[self.fn]
-        result = tx.inline_call(PolyfillBodyVariable(polyfill.body), args, kwargs)
+        if polyfill.may_break:
+            result = self._call_or_break(tx, polyfill, args, kwargs)
+        else:
+            result = tx.inline_call(PolyfillBodyVariable(polyfill.body), args, kwargs)
         if polyfill.returns is not None:
             return PolyfilledIteratorVariable(result, polyfill.returns)
+        return result
+
+    def _call_or_break(self, tx, polyfill, args, kwargs):
+        """The call of a body that may call `unsupported`: on that call, everything the body
+        traced is undone and the graph breaks at this call, which then runs eagerly."""
+        cp = tx.checkpoint()
+        try:
+            result = tx.inline_call(PolyfillBodyVariable(polyfill.body), args, kwargs)
+        except _PolyfillUnsupported as e:
+            tx.restore(cp)
+            tx.release(cp)
+            name = f"{getattr(self.fn, '__module__', None) or ''}.{getattr(self.fn, '__qualname__', self.fn)}"
+            tx.unsupported(f"{name.lstrip('.')}() {e.reason}", category="unsupported call")
+        tx.release(cp)
         return result
 
     def var_getattr(self, tx, name):

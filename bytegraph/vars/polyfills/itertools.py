@@ -3,10 +3,11 @@
 Each stand-in does at call time what the C constructor does (argument checks, `iter()` of
 its inputs, `tuple()` of the pools of `product`/`combinations`/`permutations`) and returns
 a nested generator for the lazy part, so side effects of user iterables happen when they
-happen in eager."""
+happen in eager. Infinite iterators (`count`, `cycle`, `repeat`) are generators too: only
+the items asked for are made."""
 import itertools
 
-from . import polyfill
+from . import polyfill, unsupported
 
 _MAXSIZE = 9223372036854775807  # sys.maxsize, the bound of islice's indices
 
@@ -354,3 +355,95 @@ def zip_longest(*iterables, fillvalue=None):
                     values.append(fillvalue)
             yield tuple(values)
     return run()
+
+
+@polyfill(itertools.count, returns=itertools.count)
+def count(start=0, step=1):
+    """`itertools.count(start=0, step=1)`: `start`, `start + step`, ... by repeated addition
+    (what the C type does, in its int fast path too). Numbers other than int and float
+    (bool, complex, Fraction, tensors, ...) break: `PyNumber_Check` and the fast path's
+    int results are not stated here."""
+    if not (type(start) is int or type(start) is float) or not (type(step) is int or type(step) is float):
+        unsupported("of a start or step other than an int or a float")
+
+    def run():
+        n = start
+        while True:
+            yield n
+            n = n + step
+    return run()
+
+
+@polyfill(itertools.groupby, returns=itertools.groupby)
+def groupby(iterable, key=None):
+    """`itertools.groupby(iterable, key=None)`: the C type's state machine. A group's
+    iterator ends once the outer one moved on; an item is read only when asked for; keys
+    compare as `PyObject_RichCompareBool` does (identity first)."""
+    it = iter(iterable)
+    # [target key, current key, current value, target key set, current key/value set, group number]
+    state = [None, None, None, False, False, 0]
+
+    def step():
+        value = next(it)
+        state[1] = value if key is None else key(value)
+        state[2] = value
+        state[4] = True
+
+    def group(target, number):
+        while state[5] == number:
+            if not state[4]:
+                try:
+                    step()
+                except StopIteration:
+                    return
+            current = state[1]
+            if not (target is current or target == current):
+                return
+            value = state[2]
+            state[1] = state[2] = None
+            state[4] = False
+            yield value
+
+    def run():
+        while True:
+            state[5] += 1  # the previous group's iterator ends
+            while True:
+                if state[4]:
+                    if not state[3]:
+                        break
+                    target, current = state[0], state[1]
+                    if not (target is current or target == current):
+                        break
+                try:
+                    step()
+                except StopIteration:
+                    return
+            state[0] = state[1]
+            state[3] = True
+            yield state[1], group(state[0], state[5])
+    return run()
+
+
+@polyfill(itertools.tee)
+def tee(iterable, n=2, /):
+    """`itertools.tee(iterable, n=2)`: `n` iterators over one buffer of the items read so
+    far; one that reaches the end asks the underlying iterator again, as the C type does."""
+    if type(n) is not int:
+        raise TypeError(f"'{type(n).__name__}' object cannot be interpreted as an integer")
+    if n < 0:
+        raise ValueError("n must be >= 0")
+    it = iter(iterable)
+    buffer = []
+
+    def member():
+        i = 0
+        while True:
+            if i == len(buffer):
+                for value in it:
+                    buffer.append(value)
+                    break
+                else:
+                    return
+            yield buffer[i]
+            i += 1
+    return tuple([member() for _ in range(n)])
