@@ -1,5 +1,6 @@
 """The output graph of one capture: the FX graph, its inputs by source, fake example
-values, the guards collected, and the grad mode the traced code is in.
+values, the guards collected, and the grad mode and autocast state (`vars/autocast.py`)
+the traced code is in.
 
 Graph inputs are placeholders, one per distinct real tensor (two sources reaching the
 same tensor share a placeholder). Every op is run once on fake tensors to get its
@@ -284,7 +285,8 @@ class OutputGraph:
 # A checkpoint is a set of positions, not a copy: the last node of the current graph,
 # the lengths of the insertion-ordered guards/inputs/tracked/globals-sources tables, the
 # side-effect log's position (whose undo log puts back every tracker written since,
-# Note [Mutation barrier]), the traced and the real grad mode, and the small FX name
+# Note [Mutation barrier]), the traced and the real grad mode, the autocast record
+# (immutable; restoring it sets the real autocast state again), and the small FX name
 # tables (so names made after a restore are the ones a capture that never ran the
 # speculation makes). `restore` erases the nodes added since (placeholders of new graph
 # inputs included), truncates the tables and undoes the log; the translator's frames are

@@ -17,8 +17,9 @@ wrapper, so its own prefix and suffix are captured too.
 
 Note [Breaks inside blocks]
 A break inside a `try`/`with` block of the root frame resumes like any other when the
-stack slots the innermost handler keeps (its depth) are for-loop iterators or grad-mode
-`with` exits (`WithExitVariable`, rebuilt as `RestoreGradMode`): the kinds whose
+stack slots the innermost handler keeps (its depth) are for-loop iterators, grad-mode
+`with` exits (`WithExitVariable`, rebuilt as `RestoreGradMode`) or autocast ones
+(`AutocastExit`, Note [Autocast in the trace] in vars/autocast.py): the kinds whose
 `kept_in_block` is set. The residual code
 pushes those slots, and runs the breaking instruction under an exception-table entry
 whose handler is the original one in a copy of the body appended after the residual
