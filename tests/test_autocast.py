@@ -461,3 +461,34 @@ def test_break_inside_a_function_decorated_outside():
         return y, on, x @ w
 
     check(fn, _x(3, 3), _x(3, 3), **TOL)
+
+
+def test_exception_from_a_block_in_a_helper_caught_by_the_caller():
+    def helper(x, w):
+        with torch.autocast("cpu", dtype=BF16):
+            y = x @ w
+            raise IndexError(f"from the helper {y.dtype}")
+
+    def fn(x, w):
+        try:
+            helper(x, w)
+        except IndexError as e:
+            return x @ w, str(e), torch.is_autocast_enabled("cpu")
+
+    check(fn, _x(2, 2), _x(2, 2), graphs=1, fullgraph=True)
+
+
+def test_generator_suspended_inside_a_block():
+    def gen(x, w):
+        with torch.autocast("cpu", dtype=BF16):
+            yield x @ w  # the caller runs under autocast while the generator waits here
+        yield x @ w
+
+    def fn(x, w):
+        g = gen(x, w)
+        a = next(g)
+        inside = (x @ w, torch.is_autocast_enabled("cpu"))
+        b = next(g)
+        return a, inside, b, torch.is_autocast_enabled("cpu")
+
+    check(fn, _x(2, 2), _x(2, 2), graphs=1, fullgraph=True)
