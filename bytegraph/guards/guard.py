@@ -28,6 +28,7 @@ class GuardKind(enum.Enum):
     SAME_OBJECT = "same object"  # expected: another Source that must be the same object
     SET_MATCH = "set elements"   # expected: frozenset of the set's elements
     FUNCTION_MATCH = "function"  # expected: the function; guards its code and globals, not its identity
+    KEY_IN = "dict key"          # source: an item source base[key]; expected: whether key is in base
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +98,9 @@ class Guard:
             return f"{self.source.binding_name()} is {self.expected.name()}"
         if k is GuardKind.SET_MATCH:
             return f"{s} == {bind(self.expected)}"
+        if k is GuardKind.KEY_IN:
+            base, key = self.source.base.name(), _key_expression(self.source, bind)
+            return f"{key} in {base}" if self.expected else f"{key} not in {base}"
         if k is GuardKind.FUNCTION_MATCH:
             fn = self.expected
             return (f"type({s}) is {bind(type(fn))} and {s}.__code__ is {bind(fn.__code__)} "
@@ -132,9 +136,21 @@ class Guard:
             return f"{what} is the same object as {self.expected.describe()}"
         if k is GuardKind.SET_MATCH:
             return f"{what} == {set(self.expected)!r}"
+        if k is GuardKind.KEY_IN:
+            key = self.source.key
+            key = key.describe() if isinstance(key, Source) else repr(key)
+            return f"{key} is {'' if self.expected else 'not '}a key of {self.source.base.describe()}"
         if k is GuardKind.FUNCTION_MATCH:
             return f"{what} is a function with the code of {self.expected.__qualname__}"
         raise AssertionError(f"unknown guard kind {k}")
+
+
+def _key_expression(item_source, bind) -> str:
+    """The key of item source `base[key]` as an expression: its own source's, or a constant."""
+    key = item_source.key
+    if isinstance(key, Source):
+        return key.name()
+    return repr(key) if type(key) in (int, str) else bind(key)
 
 
 def _short_repr(obj) -> str:

@@ -191,6 +191,29 @@ class ItemSource(Source):
 
 
 @source_class
+class KeyedItemSource(Source):
+    """`base[key]` for a key that is itself a value from outside (a tensor, hashed by
+    identity: `optimizer.state[param]`), read from `key`'s own source."""
+
+    base: Source
+    key: Source
+
+    def name(self) -> str:
+        return f"{self.base.name()}[{self.key.name()}]"
+
+    def describe(self) -> str:
+        return f"{self.base.describe()}[{self.key.describe()}]"
+
+    def prefix(self) -> Source:
+        return self.base
+
+    def reconstruct(self, cg) -> None:
+        cg.load_source(self.base)
+        cg.load_source(self.key)
+        cg.binary_subscr()
+
+
+@source_class
 class DefaultsSource(Source):
     """`__defaults__` (or, with `keyword`, `__kwdefaults__`) of the function at `fn`."""
 

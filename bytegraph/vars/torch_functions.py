@@ -59,10 +59,9 @@ class TorchFunctionVariable(CallableValueVariable):
     __slots__ = ()
 
     def call_function(self, tx, args, kwargs):
-        if kwargs:
-            rewritten = rewrite_function(tx, self.fn, args, kwargs)
-            if rewritten is not None:
-                return rewritten
+        rewritten = rewrite_function(tx, self.fn, args, kwargs)
+        if rewritten is not None:
+            return rewritten
         return tx.output.call_op("call_function", self.fn, args, kwargs)
 
     def describe(self) -> str:
