@@ -188,7 +188,7 @@ def _container(tx, value, source, do_guard: bool, kinds: tuple) -> VariableTrack
     if container is None:
         tx.unsupported(f"an exhausted {type(value).__name__} read from outside", category="unsupported value")
     container_vt = wrap(tx, container, ContainerOfSource(source), do_guard)
-    if not isinstance(container_vt, kinds):
+    if not isinstance(container_vt, kinds) or isinstance(container_vt, keyed_dicts.PartialDictVariable):
         tx.unsupported(f"a {type(value).__name__} over {container_vt.describe()}", category="unsupported value")
     return container_vt
 

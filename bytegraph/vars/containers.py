@@ -330,6 +330,7 @@ class DictVariable(VariableTracker):
 
     __slots__ = ("items", "dict_type", "keys_version")
     rebuilt_as_new_object = True
+    fully_known = True  # `items` is the whole dict (not a dict known key by key, vars/keyed_dicts.py)
 
     def __init__(self, items: dict, source=None, dict_type=dict):
         super().__init__(source)
@@ -540,7 +541,7 @@ def missing_key_error(tx, dict_vt, key):
 
 
 def _as_mapping(tx, vt) -> dict:
-    if isinstance(vt, DictVariable):
+    if isinstance(vt, DictVariable) and vt.fully_known:
         return vt.items
     pairs = {}
     for pair in vt.unpack(tx):

@@ -115,24 +115,32 @@ class PartialDictVariable(DefaultDictVariable):
 
     `items` holds the keys known present (read from the real dict, or written in the trace);
     `probed` every key whose real presence was looked up (and guarded), `original` those of
-    them the real dict holds; `dirty` the keys the trace wrote, in order, and `dropped` those
-    it deleted; `real_len` the guarded real length, once `len()` asked for it."""
+    them the real dict holds, `unread` those whose value was not read yet (`key in d` only:
+    key -> (real key, item source)); `dirty` the keys the trace wrote, in order, and
+    `dropped` those it deleted; `real_len` the guarded real length, once `len()` asked."""
 
-    __slots__ = ("real", "probed", "original", "dirty", "dropped", "real_len")
+    __slots__ = ("real", "probed", "original", "unread", "dirty", "dropped", "real_len")
+    fully_known = False
 
     def __init__(self, real: dict, factory, source):
         super().__init__({}, factory, source, type(real))
         self.real = real
         self.probed = set()
         self.original = set()
+        self.unread = {}
         self.dirty = {}
         self.dropped = set()
         self.real_len = None
 
-    def _probe(self, tx, key_vt):
-        """`key_vt`'s dict key, its presence in the real dict looked up and guarded once."""
+    def _probe(self, tx, key_vt, read: bool = True):
+        """`key_vt`'s dict key, its presence in the real dict looked up and guarded once (and,
+        if `read`, its value read through its item source)."""
         key = key_vt.key_impl(tx)
-        if key in self.probed or key in self.items:
+        if key in self.items:
+            return key
+        if key in self.probed:
+            if read and key in self.unread:
+                self._read(tx, key)
             return key
         tx.output.side_effects.touch(self)
         self.probed.add(key)
@@ -150,8 +158,15 @@ class PartialDictVariable(DefaultDictVariable):
         tx.output.add_guard(Guard(GuardKind.KEY_IN, item_source, present, tx.guard_location()))
         if present:
             self.original.add(key)
-            self.items[key] = tx.wrap(self.real[real_key], item_source)
+            self.unread[key] = (real_key, item_source)
+            if read:
+                self._read(tx, key)
         return key
+
+    def _read(self, tx, key) -> None:
+        tx.output.side_effects.touch(self)
+        real_key, item_source = self.unread.pop(key)
+        self.items[key] = tx.wrap(self.real[real_key], item_source)
 
     def _will_write(self, tx, key, deletes: bool) -> None:
         tx.output.side_effects.mutate(self)
@@ -169,6 +184,9 @@ class PartialDictVariable(DefaultDictVariable):
         return super().missing(tx, key)
 
     def call_method(self, tx, name, args, kwargs):
+        if name == "__contains__" and len(args) == 1:
+            key = self._probe(tx, args[0], read=False)
+            return ConstantVariable(key in self.items or key in self.unread)
         if name in _KEYED_METHODS and args:
             key = self._probe(tx, args[0])
             if name in DICT_MUTATORS:
@@ -188,7 +206,7 @@ class PartialDictVariable(DefaultDictVariable):
             self.real_len = len(self.real)
             tx.output.add_guard(Guard(GuardKind.LEN_MATCH, self.source, self.real_len, tx.guard_location()))
         added = sum(1 for k in self.items if k not in self.original)
-        removed = sum(1 for k in self.original if k not in self.items)
+        removed = sum(1 for k in self.original if k not in self.items and k not in self.unread)
         return ConstantVariable(self.real_len + added - removed)
 
     def truth(self, tx) -> bool:
