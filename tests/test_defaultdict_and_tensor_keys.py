@@ -566,7 +566,7 @@ def test_step_three_steps_one_graph_each(cls, kwargs, foreach):
     counter = CompileCounter()
     bytegraph.reset()
     step = bytegraph.compile(o2.step, backend=counter, fullgraph=True)
-    new_graphs = []
+    new_graphs, state_ids = [], []
     for _ in range(5):
         _backward(m1, x)
         o1.step()
@@ -575,12 +575,14 @@ def test_step_three_steps_one_graph_each(cls, kwargs, foreach):
         step()
         new_graphs.append(counter.frame_count - before)
         _assert_state_equal(o1, o2)
+        state_ids.append([id(t) for s in o2.state.values() for t in s.values()])
+    assert state_ids[0] == state_ids[-1]  # the state tensors are updated in place, not replaced
     # one graph per capture: the first step creates the state, the second reads it; then cached
     assert new_graphs == [1, 1, 0, 0, 0]
     state_tensors = {id(t) for s in o2.state.values() for t in s.values() if isinstance(t, torch.Tensor)}
     assert state_tensors, "the optimizer state holds tensors made by the graph"
     # on later steps the state tensors are inputs of the graph, mutated in place
-    assert state_tensors <= {id(t) for t in counter.example_inputs[-1]} or not counter.example_inputs[-1]
+    assert state_tensors <= {id(t) for t in counter.example_inputs[-1]}
 
 
 @pytest.mark.parametrize("cls,kwargs", _OPTIMIZERS, ids=[c.__name__ for c, _ in _OPTIMIZERS])
@@ -693,3 +695,37 @@ def test_outside_dict_views_of_tensor_keyed_dict_across_break():
 
     x = torch.randn(2)
     check_keyed(fn, {x: 1}, x)
+
+
+def test_tensor_keyed_dict_made_in_trace_across_graph_break():
+    def fn(x, y):
+        z = x * 2
+        d = {x: z, z: y}
+        print("break")
+        d[y] = d[z] + d[x]
+        return d, z
+
+    check_keyed(fn, torch.randn(2), torch.randn(2), graphs=2)
+
+
+def _count_into(d, t):
+    d[t] += 1
+    bytegraph.graph_break()
+    d[t] += 1
+    return d[t]
+
+
+def test_tensor_keyed_defaultdict_in_helper_with_nested_break():
+    def fn(x):
+        d = defaultdict(int)
+        return _count_into(d, x) + _count_into(d, x), d
+
+    check_keyed(fn, torch.randn(2))
+
+
+def test_fromkeys_on_an_instance():
+    def fn(x):
+        d = defaultdict(list).fromkeys("ab")
+        return x + 1, d, d.default_factory
+
+    check(fn, torch.randn(2), graphs=1, fullgraph=True)

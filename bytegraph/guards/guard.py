@@ -100,7 +100,11 @@ class Guard:
             return f"{s} == {bind(self.expected)}"
         if k is GuardKind.KEY_IN:
             base, key = self.source.base.name(), _key_expression(self.source, bind)
-            return f"{key} in {base}" if self.expected else f"{key} not in {base}"
+            if not self.expected:
+                return f"{key} not in {base}"
+            if hasattr(self.source, "alias"):  # binds the value (KeyedItemSource)
+                return f"({self.source.alias} := {base}.get({key}, {bind(_ABSENT)})) is not {bind(_ABSENT)}"
+            return f"{key} in {base}"
         if k is GuardKind.FUNCTION_MATCH:
             fn = self.expected
             return (f"type({s}) is {bind(type(fn))} and {s}.__code__ is {bind(fn.__code__)} "
@@ -143,6 +147,9 @@ class Guard:
         if k is GuardKind.FUNCTION_MATCH:
             return f"{what} is a function with the code of {self.expected.__qualname__}"
         raise AssertionError(f"unknown guard kind {k}")
+
+
+_ABSENT = object()  # what `dict.get` returns for a key a KEY_IN guard expects present
 
 
 def _key_expression(item_source, bind) -> str:

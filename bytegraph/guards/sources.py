@@ -193,13 +193,17 @@ class ItemSource(Source):
 @source_class
 class KeyedItemSource(Source):
     """`base[key]` for a key that is itself a value from outside (a tensor, hashed by
-    identity: `optimizer.state[param]`), read from `key`'s own source."""
+    identity: `optimizer.state[param]`), read from `key`'s own source. In guards it is the
+    guard-local `alias`, bound by the presence guard of the key (`GuardKind.KEY_IN`, the
+    first clause that reads it), so the clauses of its value do not walk both paths again;
+    residual code reads it from the frame."""
 
     base: Source
     key: Source
+    alias: str
 
     def name(self) -> str:
-        return f"{self.base.name()}[{self.key.name()}]"
+        return self.alias
 
     def describe(self) -> str:
         return f"{self.base.describe()}[{self.key.describe()}]"

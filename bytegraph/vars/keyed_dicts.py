@@ -98,6 +98,14 @@ class DefaultDictVariable(DictVariable):
         return self.source.describe() if self.source is not None else "a defaultdict made in the trace"
 
 
+def _next_alias(tx) -> str:
+    """A fresh guard-local name for a value read by a tensor key (`KeyedItemSource`)."""
+    output = tx.output
+    index = output.nn_module_aliases  # the capture's guard-alias counter (restored by checkpoints)
+    output.nn_module_aliases = index + 1
+    return f"__bg_s{index}"
+
+
 def _patch_dict(d, patch) -> None:
     """Residual helper: replay of a `PartialDictVariable`'s writes, key by key."""
     dropped, written = patch
@@ -151,7 +159,7 @@ class PartialDictVariable(DefaultDictVariable):
             real_key = tx.output.real_input(vt)
             if real_key is None:
                 tx.unsupported(f"looking up {vt.describe()} in {self.describe()}", category="unsupported dict key")
-            item_source = KeyedItemSource(self.source, vt.source)
+            item_source = KeyedItemSource(self.source, vt.source, _next_alias(tx))
         else:
             real_key, item_source = key, ItemSource(self.source, key)
         present = real_key in self.real
