@@ -729,3 +729,25 @@ def test_fromkeys_on_an_instance():
         return x + 1, d, d.default_factory
 
     check(fn, torch.randn(2), graphs=1, fullgraph=True)
+
+
+@pytest.mark.parametrize("make", [lambda p: torch.optim.Adam(p, lr=0.1),  # foreach=None: torch decides
+                                  lambda p: torch.optim.Adam(p, lr=0.1, amsgrad=True, foreach=True),
+                                  lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.5, nesterov=True)],
+                         ids=["adam-default", "adam-amsgrad-foreach", "sgd-nesterov"])
+def test_step_variants_match_eager(make):
+    x = torch.randn(6, 4)
+    torch.manual_seed(0)
+    m1 = torch.nn.Linear(4, 3)
+    m2 = copy.deepcopy(m1)
+    o1, o2 = make(m1.parameters()), make(m2.parameters())
+    counter = CompileCounter()
+    bytegraph.reset()
+    step = bytegraph.compile(o2.step, backend=counter, fullgraph=True)
+    for _ in range(3):
+        _backward(m1, x)
+        o1.step()
+        _backward(m2, x)
+        step()
+        _assert_state_equal(o1, o2)
+    assert counter.frame_count == 2
