@@ -38,9 +38,6 @@ def _assert_same(m1, o1, m2, o2):
                 assert s2[key] == value
 
 
-@pytest.mark.xfail(strict=True, reason="optimizer state is a defaultdict keyed by parameters "
-                                       "(`self.state[p]` in _init_group): a dict with tensor keys "
-                                       "is not traced yet")
 @pytest.mark.parametrize("foreach", [False, True], ids=["for-loop", "foreach"])
 @pytest.mark.parametrize("cls,kwargs", _OPTIMIZERS, ids=[c.__name__ for c, _ in _OPTIMIZERS])
 def test_step_one_graph_matches_eager(cls, kwargs, foreach):

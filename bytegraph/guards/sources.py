@@ -191,6 +191,33 @@ class ItemSource(Source):
 
 
 @source_class
+class KeyedItemSource(Source):
+    """`base[key]` for a key that is itself a value from outside (a tensor, hashed by
+    identity: `optimizer.state[param]`), read from `key`'s own source. In guards it is the
+    guard-local `alias`, bound by the presence guard of the key (`GuardKind.KEY_IN`, the
+    first clause that reads it), so the clauses of its value do not walk both paths again;
+    residual code reads it from the frame."""
+
+    base: Source
+    key: Source
+    alias: str
+
+    def name(self) -> str:
+        return self.alias
+
+    def describe(self) -> str:
+        return f"{self.base.describe()}[{self.key.describe()}]"
+
+    def prefix(self) -> Source:
+        return self.base
+
+    def reconstruct(self, cg) -> None:
+        cg.load_source(self.base)
+        cg.load_source(self.key)
+        cg.binary_subscr()
+
+
+@source_class
 class DefaultsSource(Source):
     """`__defaults__` (or, with `keyword`, `__kwdefaults__`) of the function at `fn`."""
 

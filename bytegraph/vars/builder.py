@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import enum
+import types
 
 import torch
 
@@ -23,7 +24,7 @@ from ..guards.guard import Guard, GuardKind
 from ..guards.sources import (ContainerOfSource, ItemSource, IteratorIndexSource, IteratorSeqSource,
                               MethodResultSource, container_of)
 from . import registry
-from . import classes, constant, functions, nn_module, objects, tensor, torch_functions  # noqa: F401  (their builders)
+from . import classes, constant, functions, keyed_dicts, nn_module, objects, tensor, torch_functions  # noqa: F401
 from .base import VariableTracker
 from .classes import ClassVariable
 from .constant import ConstantVariable, is_constant_value
@@ -131,7 +132,7 @@ def _build_sequence(tx, value, source, do_guard: bool) -> VariableTracker:
 @register(dict, collections.OrderedDict, exact=True)
 def _build_dict(tx, value, source, do_guard: bool) -> VariableTracker:
     if not all(is_constant_value(k) for k in value):
-        tx.unsupported("a dict with non-constant keys", category="unsupported value")
+        return keyed_dicts.build_keyed_dict(tx, value, source, do_guard)
     value_type = type(value)
     _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, value_type)
     _guard(tx, do_guard, GuardKind.DICT_KEYS, source, tuple(value))
@@ -187,7 +188,7 @@ def _container(tx, value, source, do_guard: bool, kinds: tuple) -> VariableTrack
     if container is None:
         tx.unsupported(f"an exhausted {type(value).__name__} read from outside", category="unsupported value")
     container_vt = wrap(tx, container, ContainerOfSource(source), do_guard)
-    if not isinstance(container_vt, kinds):
+    if not isinstance(container_vt, kinds) or isinstance(container_vt, keyed_dicts.PartialDictVariable):
         tx.unsupported(f"a {type(value).__name__} over {container_vt.describe()}", category="unsupported value")
     return container_vt
 
@@ -250,7 +251,7 @@ def wrap_constant(value) -> VariableTracker:
         return DictVariable({k: wrap_constant(v) for k, v in value.items()})
     if type(value) is set:
         return SetVariable([ConstantVariable(v) for v in value])
-    if is_constant_value(value) or isinstance(value, enum.Enum):
+    if is_constant_value(value) or isinstance(value, (enum.Enum, types.GenericAlias)):  # `list[Tensor]`
         return ConstantVariable(value)
     if isinstance(value, type):
         return ClassVariable(value)

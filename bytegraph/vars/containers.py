@@ -13,6 +13,7 @@ import torch
 from ..guards.sources import AttrSource
 from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
+from .dict_keys import TrackerKey, has_tracker_keys, key_tracker, load_key
 
 _LIST_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort",
                             "__setitem__", "__delitem__", "__iadd__"})
@@ -321,13 +322,15 @@ def _index_or_count(tx, seq, name: str, target) -> VariableTracker:
 
 
 class DictVariable(VariableTracker):
-    """A dict (or OrderedDict/defaultdict-free subclass) with constant keys.
+    """A dict or OrderedDict (defaultdicts: vars/keyed_dicts.py) with constant keys or tensor
+    keys (`TrackerKey`, vars/dict_keys.py).
 
     `keys_version` counts the changes of the key set (or of the order), so that live
     iterators notice them (Note [Live iterators] in vars/iterators.py)."""
 
     __slots__ = ("items", "dict_type", "keys_version")
     rebuilt_as_new_object = True
+    fully_known = True  # `items` is the whole dict (not a dict known key by key, vars/keyed_dicts.py)
 
     def __init__(self, items: dict, source=None, dict_type=dict):
         super().__init__(source)
@@ -339,13 +342,13 @@ class DictVariable(VariableTracker):
         return self.dict_type
 
     def is_python_constant(self) -> bool:
-        return all(v.is_python_constant() for v in self.items.values())
+        return all(v.is_python_constant() for v in self.items.values()) and not has_tracker_keys(self.items)
 
     def as_python_constant(self):
         return self.dict_type((k, v.as_python_constant()) for k, v in self.items.items())
 
     def unpack(self, tx) -> list:
-        return [ConstantVariable(k) for k in self.items]
+        return [key_tracker(k) for k in self.items]
 
     def ordered_keys(self) -> list:
         return list(self.items)
@@ -372,16 +375,25 @@ class DictVariable(VariableTracker):
     def getitem_impl(self, tx, key_vt) -> VariableTracker:
         key = key_vt.key_impl(tx)
         if key not in self.items:
-            tx.raise_user_error(KeyError(key))
+            return self.missing(tx, key)
         return self.items[key]
+
+    def missing(self, tx, key) -> VariableTracker:
+        """`self[key]` of a key it does not hold (a defaultdict inserts its default)."""
+        missing_key_error(tx, self, key)
 
     def hasattr_impl(self, tx, name: str) -> bool:
         return hasattr(self.python_type(), name)
 
     def children(self):
+        if has_tracker_keys(self.items):
+            return [*(k.vt for k in self.items if type(k) is TrackerKey), *self.items.values()]
         return self.items.values()
 
     def as_fx_arg(self, tx):
+        if has_tracker_keys(self.items):
+            tx.unsupported(f"passing {self.describe()}, a dict with tensor keys, to a torch op",
+                           category="unsupported dict key")
         return {k: v.as_fx_arg(tx) for k, v in self.items.items()}
 
     def as_kwargs(self, tx) -> dict:
@@ -390,7 +402,7 @@ class DictVariable(VariableTracker):
     def replay_records(self, cg) -> list:
         def push_new():
             for k, v in self.items.items():
-                cg.load_const(k)
+                load_key(cg, k)
                 cg.reconstruct(v)
             cg.build("BUILD_MAP", len(self.items))
         return [cg.helper_effect(_replace_dict, self.source, push_new)]
@@ -421,7 +433,7 @@ class DictVariable(VariableTracker):
         if name == "__reversed__" and not args:
             return self.reverse_iterate(tx)
         if name == "copy":
-            return DictVariable(items, dict_type=self.dict_type)
+            return self.copy()
         if name == "__getitem__":
             return self.getitem_impl(tx, args[0])
         tx.unsupported(f"method {name}() of {self.describe()}", category="unsupported call")
@@ -435,7 +447,8 @@ class DictVariable(VariableTracker):
             items[key] = args[1]
             return ConstantVariable(None)
         if name == "__delitem__":
-            self.getitem_impl(tx, args[0])
+            if args[0].key_impl(tx) not in items:
+                missing_key_error(tx, self, args[0].key_impl(tx))
             _mutating_keys(tx, self, name, True)
             del items[args[0].key_impl(tx)]
             return ConstantVariable(None)
@@ -446,7 +459,7 @@ class DictVariable(VariableTracker):
                 return items.pop(key)
             if len(args) > 1:
                 return args[1]
-            tx.raise_user_error(KeyError(key))
+            missing_key_error(tx, self, key)
         if name == "popitem":
             return self._popitem(tx, args, kwargs)
         if name == "move_to_end" and self.dict_type is not dict:
@@ -484,7 +497,7 @@ class DictVariable(VariableTracker):
                                          else "dictionary is empty"))
         key = next(reversed(self.items)) if last else next(iter(self.items))
         _mutating_keys(tx, self, "popitem", True)
-        return TupleVariable([ConstantVariable(key), self.items.pop(key)])
+        return TupleVariable([key_tracker(key), self.items.pop(key)])
 
     def _move_to_end(self, tx, args, kwargs) -> VariableTracker:
         key = args[0].key_impl(tx)
@@ -509,19 +522,41 @@ class DictVariable(VariableTracker):
         if self.dict_type is not dict:
             cg.tx.unsupported(f"returning a new {self.dict_type.__name__}", category="unsupported output")
         for k, v in self.items.items():
-            cg.load_const(k)
+            load_key(cg, k)
             cg.reconstruct(v)
         cg.build("BUILD_MAP", len(self.items))
 
+    def copy(self) -> "DictVariable":
+        """`self.copy()`: a new dict of the same type and items."""
+        return DictVariable(self.items, dict_type=self.dict_type)
+
+
+def missing_key_error(tx, dict_vt, key):
+    """The KeyError of looking up `key` that `dict_vt` does not hold (a tensor key's message
+    would print the tensor's values: a break)."""
+    if type(key) is TrackerKey:
+        tx.unsupported(f"KeyError: {key.vt.describe()} is not a key of {dict_vt.describe()} (its message "
+                       "prints the tensor)", category="unsupported dict key")
+    tx.raise_user_error(KeyError(key))
+
 
 def _as_mapping(tx, vt) -> dict:
-    if isinstance(vt, DictVariable):
+    if isinstance(vt, DictVariable) and vt.fully_known:
         return vt.items
     pairs = {}
     for pair in vt.unpack(tx):
         k, v = pair.unpack(tx)
         pairs[k.key_impl(tx)] = v
     return pairs
+
+
+def _set_member(tx, vt):
+    """The hashable value of set member `vt` (sets of tensors are not traced)."""
+    key = vt.key_impl(tx)
+    if type(key) is TrackerKey:
+        tx.unsupported(f"a set holding {vt.describe()} (sets of tensors are not traced)",
+                       category="unsupported dict key")
+    return key
 
 
 class SetVariable(VariableTracker):
@@ -536,7 +571,7 @@ class SetVariable(VariableTracker):
         self.items = {}
         self.keys_version = 0
         for vt in items:
-            self.items[vt.key_impl(tx)] = vt
+            self.items[_set_member(tx, vt)] = vt
 
     def python_type(self) -> type:
         return set
@@ -594,12 +629,12 @@ class SetVariable(VariableTracker):
         """The set methods that change it; each begins with the one mutation hook call."""
         items = self.items
         if name == "add":
-            key = args[0].key_impl(tx)
+            key = _set_member(tx, args[0])
             _mutating_keys(tx, self, name, key not in items)
             items.setdefault(key, args[0])
             return ConstantVariable(None)
         if name in ("discard", "remove"):
-            key = args[0].key_impl(tx)
+            key = _set_member(tx, args[0])
             if key not in items:
                 if name == "remove":
                     tx.raise_user_error(KeyError(key))
@@ -611,7 +646,7 @@ class SetVariable(VariableTracker):
             new = {}
             for other in args:
                 for vt in other.unpack(tx):
-                    new[vt.key_impl(tx)] = vt
+                    new[_set_member(tx, vt)] = vt
             _mutating_keys(tx, self, name, not new.keys() <= items.keys())
             for key, vt in new.items():
                 items.setdefault(key, vt)

@@ -16,6 +16,7 @@ import types
 from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, SetVariable, TupleVariable
+from .dict_keys import has_tracker_keys, key_tracker
 from .iterators import HashedIteratorVariable, iterator_of
 
 _SET_OPERATORS = {operator.and_: "&", operator.or_: "|", operator.sub: "-", operator.xor: "^"}
@@ -43,10 +44,10 @@ class DictViewVariable(VariableTracker):
     def unpack(self, tx) -> list:
         items = self.dict_vt.items
         if self.kind == "keys":
-            return [ConstantVariable(k) for k in items]
+            return [key_tracker(k) for k in items]
         if self.kind == "values":
             return list(items.values())
-        return [TupleVariable([ConstantVariable(k), v]) for k, v in items.items()]
+        return [TupleVariable([key_tracker(k), v]) for k, v in items.items()]
 
     def iterate(self, tx):
         return HashedIteratorVariable(self.dict_vt, self.kind)
@@ -128,7 +129,7 @@ def _set_like(vt) -> bool:
 
 def _as_set(tx, vt) -> set:
     """The elements of an operand of a view's set operation, as Python constants."""
-    if isinstance(vt, DictViewVariable) and vt.kind == "keys":
+    if isinstance(vt, DictViewVariable) and vt.kind == "keys" and not has_tracker_keys(vt.dict_vt.items):
         return set(vt.dict_vt.items)
     items = vt.unpack(tx) if isinstance(vt, (DictViewVariable, SetVariable)) else iterator_of(tx, vt).unpack(tx)
     for item in items:

@@ -28,6 +28,7 @@ from __future__ import annotations
 from .base import REPLAY_ITERATOR, VariableTracker
 from .constant import ConstantVariable
 from .containers import BaseListVariable, DictVariable, ListVariable, TupleVariable, _check_mutable
+from .dict_keys import key_tracker
 
 
 class IteratorVariable(VariableTracker):
@@ -207,8 +208,8 @@ class HashedIteratorVariable(IteratorVariable):
         if self.kind == "values":
             return container.items[key]
         if self.kind == "items":
-            return TupleVariable([ConstantVariable(key), container.items[key]])
-        return ConstantVariable(key)
+            return TupleVariable([key_tracker(key), container.items[key]])
+        return key_tracker(key)
 
     def _changed(self, tx) -> None:
         container = self.container

@@ -16,6 +16,7 @@ from ..guards.sources import AttrSource, MethodResultSource
 from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import SizeVariable, TupleVariable
+from .dict_keys import TrackerKey
 from .registry import register
 from .tensor_scalar_args import rewrite_method
 
@@ -209,6 +210,10 @@ class TensorVariable(VariableTracker):
 
     def setitem_impl(self, tx, key, value) -> None:
         tx.output.call_op("call_function", operator.setitem, [self, key, value], {})
+
+    def key_impl(self, tx):
+        """A tensor hashes by identity: as a dict key it stands for itself (vars/dict_keys.py)."""
+        return TrackerKey(self)
 
     def as_fx_arg(self, tx):
         node = self.node

@@ -7,12 +7,20 @@ torch.compile (its `addcmul_inplace` polyfill), the op is recorded as its defini
 tensor ops instead, the scalar staying a tensor: `a.add_(b * c * t)`, `a.add_(b / c * t)`,
 `a.add_(b * t)`, `a.sub_(b * t)`. Equal to eager up to rounding (the fused kernel
 multiplies in another order).
+
+The multi-tensor forms are rewritten the same way, one op per list item: a 0-dim tensor
+`alpha` of `torch._foreach_add(_)`/`_foreach_sub(_)`, and the tensor `scalars` of
+`torch._foreach_addcmul(_)`/`_foreach_addcdiv(_)` (0-dim, or 1-dim with one value per item:
+Adam's `foreach` step, `_foreach_addcdiv_(params, exp_avgs, denom, step_size)`).
 """
 from __future__ import annotations
 
 import operator
 
 import torch
+
+from .constant import ConstantVariable
+from .containers import ListVariable, TupleVariable
 
 # op name -> (the scalar keyword, how the addend is made of the other operands)
 _REWRITES = {
@@ -22,6 +30,9 @@ _REWRITES = {
     "sub": ("alpha", None),
 }
 _FUNCTIONS = {torch.addcmul: "addcmul", torch.addcdiv: "addcdiv", torch.add: "add", torch.sub: "sub"}
+# foreach op -> (op name, in place)
+_FOREACH = {getattr(torch, f"_foreach_{name}{suffix}"): (name, bool(suffix))
+            for name in _REWRITES for suffix in ("", "_")}
 
 
 def rewrite_method(tx, name: str, args: list, kwargs: dict):
@@ -56,8 +67,42 @@ def rewrite_function(tx, fn, args: list, kwargs: dict):
     no scalar argument is a 0-dim tensor."""
     try:
         name = _FUNCTIONS.get(fn)
+        foreach = _FOREACH.get(fn)
     except TypeError:
         return None
-    if name is None or not args or not args[0].is_tensor:
+    if foreach is not None:
+        return _rewrite_foreach(tx, *foreach, args, kwargs)
+    if name is None or not args or not args[0].is_tensor or not kwargs:
         return None
     return rewrite_method(tx, name, args, kwargs)
+
+
+def _rewrite_foreach(tx, name: str, inplace: bool, args: list, kwargs: dict):
+    """`torch._foreach_<name>(_)(lists..., <tensor scalar>)` as one op per item, or None when
+    the scalar is not a tensor (the op is recorded as it is)."""
+    keyword, combine = _REWRITES[name]
+    n_lists = 2 if combine is None else 3
+    keywords = {keyword} if combine is None else {keyword, "scalars"}
+    if len(args) + len(kwargs) != n_lists + 1 or len(args) < n_lists or not set(kwargs) <= keywords:
+        return None
+    scalar = args[n_lists] if len(args) > n_lists else next(iter(kwargs.values()))
+    lists = [a.sequence_items() for a in args[:n_lists]]
+    if not scalar.is_tensor or scalar.example.requires_grad or any(items is None for items in lists):
+        return None
+    n = len(lists[0])
+    per_item = scalar.example.dim() == 1 and combine is not None and scalar.example.shape[0] == n
+    if (scalar.example.dim() != 0 and not per_item) or any(len(items) != n for items in lists) \
+            or not all(t.is_tensor for items in lists for t in items):
+        return None  # eager rejects it: the op raises as recorded
+    call = tx.output.call_op
+    results = []
+    for i in range(n):
+        s = call("call_function", operator.getitem, [scalar, ConstantVariable(i)], {}) if per_item else scalar
+        if combine is None:
+            addend = call("call_function", operator.mul, [lists[1][i], s], {})
+        else:
+            op, t1, t2 = combine(lists[1][i], lists[2][i])
+            addend = call("call_function", operator.mul, [call("call_function", op, [t1, t2], {}), s], {})
+        combined = "sub" if name == "sub" else "add"
+        results.append(call("call_method", combined + ("_" if inplace else ""), [lists[0][i], addend], {}))
+    return ListVariable(results) if inplace else TupleVariable(results)

@@ -60,10 +60,9 @@ class TorchFunctionVariable(CallableValueVariable):
     __slots__ = ()
 
     def call_function(self, tx, args, kwargs):
-        if kwargs:
-            rewritten = rewrite_function(tx, self.fn, args, kwargs)
-            if rewritten is not None:
-                return rewritten
+        rewritten = rewrite_function(tx, self.fn, args, kwargs)
+        if rewritten is not None:
+            return rewritten
         return tx.output.call_op("call_function", self.fn, args, kwargs)
 
     def describe(self) -> str:
@@ -285,6 +284,9 @@ SPECIAL = {
     torch.jit.is_scripting: _constant(False),
     torch.jit.is_tracing: _constant(False),
     torch._C._is_tracing: _constant(False),
+    # The name of the out-of-tree device backend, set once at startup (torch.optim asks it
+    # which devices have foreach kernels): folded, as torch.compile folds it.
+    torch._C._get_privateuse1_backend_name: _fold_value(torch._C._get_privateuse1_backend_name),
     typing.cast: _cast,
     # Profiler ranges: no-ops in the graph, as under torch.compile.
     torch.autograd.profiler.record_function: functools.partial(null_context, cls=torch.autograd.profiler.record_function),
