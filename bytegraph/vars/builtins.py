@@ -377,12 +377,12 @@ def _sum(tx, fn, args, kwargs):
 
 @handles(builtins.any, builtins.all)
 def _any_all(tx, fn, args, kwargs):
-    truths = []
-    for item in iterator_of(tx, args[0]).unpack(tx):
-        truths.append(item.truth(tx))
-        if truths[-1] == (fn is builtins.any):
-            break
-    return ConstantVariable(fn(truths))
+    it = iterator_of(tx, args[0])
+    stop = fn is builtins.any
+    while (item := it.next_item(tx)) is not None:  # lazily: eager stops at the deciding item
+        if item.truth(tx) == stop:
+            return ConstantVariable(stop)
+    return ConstantVariable(not stop)
 
 
 @handles(builtins.int, builtins.float, builtins.complex, builtins.str, builtins.repr, builtins.round,

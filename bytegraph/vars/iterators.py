@@ -282,6 +282,9 @@ class MapIteratorVariable(IteratorVariable):
     def python_type(self) -> type:
         return map
 
+    def children(self):
+        return (self.fn, *self.iterators)
+
     def next_item(self, tx):
         args = []
         for it in self.iterators:
@@ -302,6 +305,9 @@ class ZipIteratorVariable(IteratorVariable):
 
     def python_type(self) -> type:
         return zip
+
+    def children(self):
+        return self.iterators
 
     def next_item(self, tx):
         items = []
@@ -325,6 +331,9 @@ class EnumerateIteratorVariable(IteratorVariable):
 
     def python_type(self) -> type:
         return enumerate
+
+    def children(self):
+        return (self.iterator,)
 
     def next_item(self, tx):
         item = self.iterator.next_item(tx)
