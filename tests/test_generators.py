@@ -700,7 +700,7 @@ def test_started_generator_returned_breaks_with_a_reason():
         return gen
 
     bytegraph.reset()
-    with pytest.raises(bytegraph.Unsupported, match="already started is live after the trace"):
+    with pytest.raises(bytegraph.Unsupported, match="suspended mid-body is live after the trace"):
         bytegraph.compile(f, fullgraph=True)(torch.ones(2))
 
 
@@ -873,3 +873,38 @@ def test_exception_leaving_a_frame_with_an_open_generator_breaks_with_reason():
     bytegraph.reset()
     with pytest.raises(bytegraph.Unsupported, match="closed when the traceback dies"):
         bytegraph.compile(f, fullgraph=True)(torch.ones(2))
+
+
+def test_finished_generator_returned_is_exhausted():
+    def f(x):
+        gen = (x * i for i in range(2))
+        total = sum(gen)
+        return total, gen
+
+    r = one_graph(f, x3())
+    gen = r.compiled.out[1]
+    assert type(gen).__name__ == "generator" and gen.__name__ == "<genexpr>"
+    assert list(gen) == [] and list(r.eager.out[1]) == []
+
+
+def test_next_reports_the_return_value():
+    def f(x):
+        def g():
+            yield x
+            return 7
+        gen = g()
+        a = next(gen)
+        try:
+            next(gen)
+        except StopIteration as e:
+            return a + e.value
+
+    one_graph(f, x3())
+
+
+def test_generator_returned_from_helper_after_partial_use_in_list():
+    def f(x):
+        gens = [(x + i for i in range(2)) for _ in range(2)]
+        return [sum(g) for g in gens]
+
+    one_graph(f, x3())

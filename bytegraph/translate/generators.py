@@ -25,7 +25,8 @@ suspended outside any block is dropped silently: closing it has no observable ef
 
 At a graph break or as a returned value, a generator that has not started is rebuilt as
 a call of its function with the same arguments (eager semantics: the body runs when the
-caller consumes it); a started one cannot be rebuilt and breaks with a reason.
+caller consumes it), a finished one as such a call closed before it starts (exhausted,
+same name and code); one suspended mid-body cannot be rebuilt and breaks with a reason.
 """
 from __future__ import annotations
 
@@ -65,6 +66,9 @@ class GeneratorVariable(IteratorVariable):
     # ---- resuming ------------------------------------------------------------------------
     def next_item(self, tx):
         return self.resume(tx, _NONE)
+
+    def next_or_raise(self, tx):
+        return self.call_method(tx, "__next__", [], {})
 
     def resume(self, tx, value, exc=None):
         """Resume with `value` sent (or exception tracker `exc` thrown at the yield); the
@@ -244,30 +248,34 @@ class GeneratorVariable(IteratorVariable):
         return frame_referents(self.child)
 
     def reconstruct(self, cg) -> None:
-        if self.state != _CREATED:
-            what = "finished" if self.state == _DONE else "started"
-            cg.tx.unsupported(f"{self.describe()} made during tracing and already {what} is live after the "
+        if self.state not in (_CREATED, _DONE):
+            cg.tx.unsupported(f"{self.describe()} made during tracing and suspended mid-body is live after the "
                               "trace (returned or at a graph break); a running generator cannot be rebuilt",
                               category="unsupported output",
                               hint="consume the generator inside the compiled function, or create it outside")
         cg.push_null()
-        cg.load_const(_call)
+        cg.load_const(_remake)
         cg.reconstruct(self.fn)
         cg.reconstruct_items(self.args, "BUILD_TUPLE")
         for key, value in self.kwargs.items():
             cg.load_const(key)
             cg.reconstruct(value)
         cg.build("BUILD_MAP", len(self.kwargs))
-        cg.call(3)
+        cg.load_const(self.state == _DONE)
+        cg.call(4)
 
 
 def _closed() -> bool:
     return False
 
 
-def _call(fn, args, kwargs):
-    """Residual helper: a generator made during tracing and never started, made again."""
-    return fn(*args, **kwargs)
+def _remake(fn, args, kwargs, finished: bool):
+    """Residual helper: a generator made during tracing, never started or finished, made
+    again (a finished one is closed before it starts: its body never runs)."""
+    gen = fn(*args, **kwargs)
+    if finished:
+        gen.close()
+    return gen
 
 
 def frame_referents(tx) -> list:

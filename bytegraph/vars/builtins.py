@@ -437,12 +437,10 @@ def _next(tx, fn, args, kwargs):
     it = args[0]
     if not isinstance(it, IteratorVariable):
         tx.raise_user_error(TypeError(f"{it.describe()} is not an iterator"))
+    if len(args) == 1:
+        return it.next_or_raise(tx)
     item = it.next_item(tx)
-    if item is None:
-        if len(args) > 1:
-            return args[1]
-        tx.raise_user_error(StopIteration())
-    return item
+    return args[1] if item is None else item
 
 
 @handles(builtins.enumerate)

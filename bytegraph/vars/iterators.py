@@ -42,6 +42,13 @@ class IteratorVariable(VariableTracker):
         """The next item, or None when exhausted."""
         raise NotImplementedError
 
+    def next_or_raise(self, tx) -> VariableTracker:
+        """`next(it)`: the next item, or StopIteration raised in the traced program."""
+        item = self.next_item(tx)
+        if item is None:
+            tx.raise_user_error(StopIteration())
+        return item
+
     def unpack(self, tx) -> list:
         items = []
         while (item := self.next_item(tx)) is not None:
