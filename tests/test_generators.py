@@ -693,29 +693,56 @@ def test_unstarted_generator_returned_with_side_effects_deferred():
     assert (list(LOG), [t.tolist() for t in gen], list(LOG)) == expected
 
 
-def test_started_generator_returned_breaks_with_a_reason():
+def test_started_generator_returned_resumes_where_the_trace_stopped():
+    def g(t, n):
+        total = 0
+        for i in range(n):
+            total += i
+            LOG.append(("yield", i))
+            got = yield t * total
+            LOG.append(("got", got))
+
     def f(x):
-        gen = (x * i for i in range(3))
+        gen = g(x, 4)
+        a = next(gen)
+        b = gen.send("one")
+        return a + b, gen
+
+    _reset_log()
+    eager_out = f(torch.ones(2))
+    eager = (eager_out[0].tolist(), list(LOG), eager_out[1].send("two").tolist(), [t.tolist() for t in eager_out[1]], list(LOG),
+             eager_out[1].__name__, eager_out[1].__qualname__)
+    _reset_log()
+    bytegraph.reset()
+    out = bytegraph.compile(f, fullgraph=True)(torch.ones(2))
+    compiled = (out[0].tolist(), list(LOG), out[1].send("two").tolist(), [t.tolist() for t in out[1]], list(LOG),
+                out[1].__name__, out[1].__qualname__)
+    assert compiled == eager
+
+
+def test_started_generator_expression_returned():
+    def f(x):
+        gen = (x * i for i in range(4))
         next(gen)
         return gen
 
     bytegraph.reset()
-    with pytest.raises(bytegraph.Unsupported, match="suspended mid-body is live after the trace"):
+    gen = bytegraph.compile(f, fullgraph=True)(torch.ones(2))
+    assert [t.tolist() for t in gen] == [[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]
+
+
+def test_generator_suspended_in_try_returned_breaks_with_a_reason():
+    def f(x):
+        gen = with_finally(3, "ret")
+        next(gen)
+        return x + 1, gen
+
+    bytegraph.reset()
+    with pytest.raises(bytegraph.Unsupported, match="suspended inside try/with"):
         bytegraph.compile(f, fullgraph=True)(torch.ones(2))
-
-
-def test_started_generator_returned_falls_back_to_eager():
-    def f(x):
-        gen = (x * i for i in range(3))
-        next(gen)
-        return gen
-
-    bytegraph.reset()
     out = bytegraph.explain(f, torch.ones(2))
     assert [b.category for b in out.break_reasons] == ["unsupported output"]
-    assert "a running generator cannot be rebuilt" in out.break_reasons[0].reason
-    gen = bytegraph.compile(f)(torch.ones(2))
-    assert [t.tolist() for t in gen] == [[1.0, 1.0], [2.0, 2.0]]
+    assert "cannot be rebuilt" in out.break_reasons[0].reason
 
 
 # ---- inside inlined helpers ----------------------------------------------------------------------
@@ -817,6 +844,97 @@ def test_started_generator_live_across_a_break_is_correct():
     check(f, x3())
 
 
+def test_generator_function_state_crosses_a_break():
+    def f(x):
+        def g(n):
+            acc = x
+            for i in range(n):
+                acc = acc * 2
+                yield acc + i
+        gen = g(3)
+        a = next(gen)
+        print("mid")
+        b = next(gen)
+        return a + b + sum(gen)
+
+    check(f, x3())
+
+
+def test_send_after_a_break_reaches_the_yield():
+    def f(x):
+        def g():
+            total = 0
+            while True:
+                v = yield total
+                total = total + v
+        gen = g()
+        next(gen)
+        gen.send(x)
+        print("mid")
+        return gen.send(x * 2)
+
+    check(f, x3())
+
+
+def test_generator_with_nonlocal_cell_crosses_a_break():
+    def f(x):
+        count = 0
+
+        def g():
+            nonlocal count
+            for i in range(3):
+                count += 1
+                yield x * i
+        gen = g()
+        next(gen)
+        print("mid")
+        s = sum(gen)
+        return s, count
+
+    check(f, x3())
+
+
+def test_nested_generators_cross_a_break():
+    def f(x):
+        def inner():
+            for i in range(3):
+                yield x + i
+
+        def outer():
+            for v in inner():
+                yield v * 2
+        gen = outer()
+        next(gen)
+        print("mid")
+        return list(gen)
+
+    check(f, x3())
+
+
+def test_print_inside_for_over_generator():
+    def f(x):
+        y = x
+        for t in (x * i for i in range(3)):
+            print("step")
+            y = y + t
+        return y
+
+    check(f, x3())
+
+
+def test_generator_in_try_live_across_a_break_runs_eagerly_with_reason():
+    def f(x):
+        gen = with_finally(3, "brk")
+        a = next(gen)
+        print("mid")
+        return x + a + sum(gen)
+
+    check(f, x3(), setup=_reset_log, state=_log_state)
+    bytegraph.reset()
+    out = bytegraph.explain(f, torch.ones(2))
+    assert any("suspended inside try/with" in b.reason for b in out.break_reasons)
+
+
 def test_graph_break_inside_generator_body():
     def f(x):
         def g():
@@ -908,3 +1026,49 @@ def test_generator_returned_from_helper_after_partial_use_in_list():
         return [sum(g) for g in gens]
 
     one_graph(f, x3())
+
+
+def test_yield_from_itertools_chain_dict_and_str():
+    import itertools
+
+    def g(x, d):
+        yield from itertools.chain([x], [x + 1])
+        yield from d
+        yield from "ab"
+
+    def f(x):
+        return list(g(x, {"k": 1, "j": 2}))
+
+    one_graph(f, x3())
+
+
+def test_generator_is_its_own_iterator_and_a_generator_type():
+    import types
+
+    def f(x):
+        gen = (x * i for i in range(2))
+        return x + 1, iter(gen) is gen, isinstance(gen, types.GeneratorType), gen.gi_running, list(gen)
+
+    one_graph(f, x3())
+
+
+def test_generator_method_objects_called_later():
+    def f(x):
+        def g():
+            v = yield x
+            yield v * 2
+        gen = g()
+        step, send = gen.__next__, gen.send
+        return step(), send(x + 1)
+
+    one_graph(f, x3())
+
+
+def test_data_dependent_any_over_tensors_breaks_with_reason():
+    def f(x):
+        return x + any(t.sum() > 0 for t in (x, -x))
+
+    check(f, x3())
+    bytegraph.reset()
+    with pytest.raises(bytegraph.Unsupported):
+        bytegraph.compile(f, fullgraph=True)(torch.ones(2))

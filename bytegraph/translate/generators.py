@@ -26,7 +26,15 @@ suspended outside any block is dropped silently: closing it has no observable ef
 At a graph break or as a returned value, a generator that has not started is rebuilt as
 a call of its function with the same arguments (eager semantics: the body runs when the
 caller consumes it), a finished one as such a call closed before it starts (exhausted,
-same name and code); one suspended mid-body cannot be rebuilt and breaks with a reason.
+same name and code). One suspended at a yield is rebuilt as a *primed resume generator*
+(translate/resume.py, `primed=True`): a generator function whose prologue pushes the
+stack back, yields None once, then jumps to the instruction after the user's yield; the
+residual code calls it with the stack and live locals (cells as themselves, Note [Resumed
+cells]) and advances it past the priming yield, so the next `next`/`send` resumes the
+user's code exactly where the traced one stopped, with the sent value. Not rebuilt (a
+break with the reason): a generator suspended inside try/with or in a `yield from` (its
+close/throw would run code the primed prologue is not covered by), or whose cells forbid
+resuming (`breaks.cells_reason`).
 """
 from __future__ import annotations
 
@@ -56,6 +64,10 @@ class GeneratorVariable(IteratorVariable):
         self.state = _CREATED
         self.returned = None  # the return value once finished normally
         self.fn, self.args, self.kwargs = fn, list(args), dict(kwargs)
+
+    @property
+    def done(self) -> bool:
+        return self.state == _DONE
 
     def python_type(self) -> type:
         return type(x for x in ())
@@ -234,6 +246,37 @@ class GeneratorVariable(IteratorVariable):
         if item is not None:
             tx.raise_user_error(RuntimeError("generator ignored GeneratorExit"))
 
+    def _reconstruct_suspended(self, cg) -> None:
+        """A generator suspended at a yield, rebuilt as a resume generator at the
+        instruction after it, primed (its prologue yields once, then jumps there)."""
+        from .breaks import cells_reason, live_values
+        from .ops_stack import NULL
+        from .resume import make_resume_function
+
+        child = self.child
+        index = child.ip
+        if self.is_open() or self.delegate() is not None:
+            where = "inside try/with" if self.is_open() else "in a `yield from`"
+            reason = f"suspended {where}, where closing or throwing into it runs its own code"
+        else:
+            reason = cells_reason(child, index)
+        if reason is not None:
+            cg.tx.unsupported(f"{self.describe()} made during tracing is live after the trace (returned or at a "
+                              f"graph break) but cannot be rebuilt: {reason}", category="unsupported output",
+                              hint="consume the generator inside the compiled function, or create it outside")
+        stack = child.stack[:-1]  # the top is the value the next `send` replaces
+        live = live_values(child, index)
+        resume = make_resume_function(_Globals(child.f_globals), child.code, index,
+                                      tuple(vt is NULL for vt in stack), tuple(name for name, _ in live), primed=True)
+        cg.push_null()
+        cg.load_const(_resumed)
+        cg.load_const(resume)
+        values = [vt for vt in stack if vt is not NULL] + [vt for _, vt in live]
+        cg.reconstruct_items(values, "BUILD_TUPLE")
+        cg.load_const(child.code.co_name)
+        cg.load_const(child.code.co_qualname)
+        cg.call(4)
+
     # ---- speculation, rebuilding ------------------------------------------------------------
     def _save_state(self):
         return self.state, self.returned, speculation.frame_state(self.child)
@@ -248,11 +291,10 @@ class GeneratorVariable(IteratorVariable):
         return frame_referents(self.child)
 
     def reconstruct(self, cg) -> None:
-        if self.state not in (_CREATED, _DONE):
-            cg.tx.unsupported(f"{self.describe()} made during tracing and suspended mid-body is live after the "
-                              "trace (returned or at a graph break); a running generator cannot be rebuilt",
-                              category="unsupported output",
-                              hint="consume the generator inside the compiled function, or create it outside")
+        if self.state == _SUSPENDED:
+            return self._reconstruct_suspended(cg)
+        if self.state == _RUNNING:
+            cg.tx.unsupported(f"{self.describe()} is running at the graph break", category="unsupported output")
         cg.push_null()
         cg.load_const(_remake)
         cg.reconstruct(self.fn)
@@ -265,8 +307,26 @@ class GeneratorVariable(IteratorVariable):
         cg.call(4)
 
 
+class _Globals:
+    """What `make_resume_function` reads of a function: its globals."""
+
+    __slots__ = ("__globals__",)
+
+    def __init__(self, f_globals: dict):
+        self.__globals__ = f_globals
+
+
 def _closed() -> bool:
     return False
+
+
+def _resumed(resume, args: tuple, name: str, qualname: str):
+    """Residual helper: a suspended generator made during tracing, rebuilt as its primed
+    resume generator (Note [Traced generators])."""
+    gen = resume(*args)
+    next(gen)
+    gen.__name__, gen.__qualname__ = name, qualname
+    return gen
 
 
 def _remake(fn, args, kwargs, finished: bool):

@@ -436,6 +436,8 @@ def _iter(tx, fn, args, kwargs):
 def _next(tx, fn, args, kwargs):
     it = args[0]
     if not isinstance(it, IteratorVariable):
+        if hasattr(it.python_type(), "__next__"):  # a real iterator not modelled (a generator from outside)
+            tx.unsupported(f"next() of {it.describe()}", category="unsupported call")
         tx.raise_user_error(TypeError(f"{it.describe()} is not an iterator"))
     if len(args) == 1:
         return it.next_or_raise(tx)
