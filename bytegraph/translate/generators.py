@@ -240,7 +240,7 @@ class GeneratorVariable(IteratorVariable):
         try:
             item = self.resume(tx, _NONE, exit_exc)
         except TracedRaise as raised:
-            if raised.exc.cls in (GeneratorExit, StopIteration):
+            if issubclass(raised.exc.cls, GeneratorExit):  # a StopIteration became RuntimeError
                 return
             raise
         if item is not None:
@@ -376,13 +376,26 @@ class GeneratorOps:
 # ---- finalization of dropped generators ------------------------------------------------------
 def close_dropped(tx) -> None:
     """Close the open generators nothing reaches any more (Note [Traced generators]);
-    `tx` just finished an instruction, its callers are in the middle of theirs."""
+    `tx` just finished an instruction, its callers are in the middle of theirs. Cheap
+    while each open generator sits in a frame or in a value a frame holds (a `for`
+    iterator, a local, a `with` exit); the whole walk only runs otherwise."""
     open_generators = tx.output.open_generators
     open_generators[:] = [g for g in open_generators if g.is_open()]
     if not open_generators:
         return
-    reached = _reachable(tx)
-    dropped = [g for g in open_generators if id(g) not in reached]
+    roots = _frame_roots(tx)
+    near = {id(vt) for vt in roots}
+    pending = [g for g in open_generators if id(g) not in near]
+    if not pending:
+        return
+    for vt in roots:
+        if not getattr(vt, "is_tensor", True):
+            near.update(id(c) for c in vt.children())
+    pending = [g for g in pending if id(g) not in near]
+    if not pending:
+        return
+    reached = _reachable(roots + list(tx.output.side_effects.values()))
+    dropped = [g for g in pending if id(g) not in reached]
     for gen in dropped:
         open_generators.remove(gen)
     for gen in dropped:
@@ -393,14 +406,22 @@ def close_dropped(tx) -> None:
                            "reports it as unraisable)", category="unsupported generator")
 
 
-def _reachable(tx) -> set:
+def _frame_roots(tx) -> list:
+    """What the live frames hold: `tx`'s stack (and its locals unless it returned: they
+    die with it), its callers' values and what their current instruction popped."""
     roots = list(tx.stack) + [v for v in (tx.return_value, tx.yielded, tx.handled) if v is not None]
-    if tx.return_value is None:  # a returned frame's locals die with it
+    if tx.return_value is None:
         roots += [*tx.locals.values(), *tx.cells.values()]
-    for frame in list(tx._outward())[1:]:  # mid-instruction: what the instruction popped too
+    frame = tx.parent
+    while frame is not None:
         roots += frame_referents(frame)
         roots += frame.snapshot_stack
-    roots += tx.output.side_effects.values()
+        frame = frame.parent
+    return roots
+
+
+def _reachable(roots: list) -> set:
+    """ids of every tracker reachable from `roots` through `children()`."""
     seen: set = set()
     while roots:
         vt = roots.pop()
