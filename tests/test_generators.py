@@ -1072,3 +1072,55 @@ def test_data_dependent_any_over_tensors_breaks_with_reason():
     bytegraph.reset()
     with pytest.raises(bytegraph.Unsupported):
         bytegraph.compile(f, fullgraph=True)(torch.ones(2))
+
+
+def test_max_with_key_interleaves_items_and_keys():
+    def f(x):
+        def g():
+            for i in range(3):
+                LOG.append(("item", i))
+                yield i
+
+        def key(v):
+            LOG.append(("key", v))
+            return -v
+        return x + max(g(), key=key) + min(g(), key=key)
+
+    one_graph(f, x3(), setup=_reset_log, state=_log_state)
+
+
+def test_filter_of_generator_is_lazy():
+    def f(x):
+        def g():
+            for i in range(6):
+                LOG.append(("item", i))
+                yield i
+
+        def keep(v):
+            LOG.append(("pred", v))
+            return v % 2
+        it = filter(keep, g())
+        first = next(it)
+        LOG.append("between")
+        return x + first + sum(it), list(filter(None, (i % 3 for i in range(5))))
+
+    one_graph(f, x3(), setup=_reset_log, state=_log_state)
+
+
+def test_sum_adds_as_items_come():
+    class Acc:
+        def __init__(self, v):
+            self.v = v
+
+        def __add__(self, other):
+            LOG.append(("add", other))
+            return Acc(self.v + other)
+
+    def f(x):
+        def g():
+            for i in range(3):
+                LOG.append(("item", i))
+                yield i
+        return x + sum(g(), Acc(0)).v
+
+    one_graph(f, x3(), setup=_reset_log, state=_log_state)

@@ -302,6 +302,29 @@ class MapIteratorVariable(IteratorVariable):
         return self.fn.call_function(tx, args, {})
 
 
+class FilterIteratorVariable(IteratorVariable):
+    """`filter(pred, it)`, lazy: the predicate runs on each item as it is asked for."""
+
+    __slots__ = ("pred", "iterator")
+
+    def __init__(self, pred, iterator):
+        super().__init__(None)
+        self.pred = pred  # None: the items' own truth
+        self.iterator = iterator
+
+    def python_type(self) -> type:
+        return filter
+
+    def children(self):
+        return (self.iterator,) if self.pred is None else (self.pred, self.iterator)
+
+    def next_item(self, tx):
+        while (item := self.iterator.next_item(tx)) is not None:
+            if (item if self.pred is None else self.pred.call_function(tx, [item], {})).truth(tx):
+                return item
+        return None
+
+
 class ZipIteratorVariable(IteratorVariable):
     __slots__ = ("iterators", "strict")
 
