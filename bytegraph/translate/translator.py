@@ -3,7 +3,8 @@
 A `Translator` owns a stack, the fast locals and the cells of one frame, and walks
 the frame's decoded instructions through a dispatch table indexed by opcode (built
 from the `ops_*` families). Calls to user Python functions are inlined by running a
-child translator that shares the parent's `OutputGraph`.
+child translator that shares the parent's `OutputGraph`; a generator function's
+body is a child translator suspended at each yield (translate/generators.py).
 
 `checkpoint()`/`restore(cp)`/`release(cp)` speculate over the frames and the output
 graph (translate/speculation.py); the root frame breaks where the capture's speculation
