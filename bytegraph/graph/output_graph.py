@@ -58,6 +58,7 @@ class OutputGraph:
         self.side_effects = SideEffects(self)
         self.speculation_log = None  # the capture's SpeculationLog (translate/speculation.py)
         self.nn_module_aliases = 0   # alias numbers of module guards (vars/nn_module.py)
+        self.open_generators: list = []  # generators suspended inside try/with (translate/generators.py)
         self.root_graph = self.graph
         self._subgraphs: list = []   # the open `subgraph()` scopes, innermost last
         self.add_guard(Guard(GuardKind.GRAD_MODE, None, self.grad_enabled))

@@ -132,13 +132,16 @@ def origin(code: types.CodeType, index: int) -> tuple[types.CodeType, int]:
 
 
 def make_resume_function(fn: types.FunctionType, code: types.CodeType, index: int,
-                         null_slots: tuple[bool, ...], live: tuple[str, ...]) -> types.FunctionType:
-    """The resume function of `fn` (whose code is `code`) at instruction `index` (cached)."""
+                         null_slots: tuple[bool, ...], live: tuple[str, ...], primed: bool = False) -> types.FunctionType:
+    """The resume function of `fn` (whose code is `code`) at instruction `index` (cached).
+    `primed` (a generator's code resumed after a YIELD_VALUE, Note [Traced generators]):
+    the prologue yields None once before the jump, so the value sent by the first
+    `next`/`send` after that is the value of the user's `yield`."""
     code, index = origin(code, index)
-    key = (code, index, null_slots, live, id(fn.__globals__))
+    key = (code, index, null_slots, live, id(fn.__globals__), primed)
     resume = _cache.get(key)
     if resume is None:
-        resume = _build_resume_function(fn, code, index, null_slots, live)
+        resume = _build_resume_function(fn, code, index, null_slots, live, primed)
         _cache[key] = resume
     return resume
 
@@ -169,7 +172,7 @@ def _cells_as_locals(body: list) -> tuple[list, list[int]]:
     return out, sizes
 
 
-def _build_resume_function(fn, code, index, null_slots, live) -> types.FunctionType:
+def _build_resume_function(fn, code, index, null_slots, live, primed) -> types.FunctionType:
     stack_names = [stack_arg_name(i) for i, is_null in enumerate(null_slots) if not is_null]
     params = stack_names + list(live)
     others = [n for n in code.co_varnames if n not in live]
@@ -178,6 +181,8 @@ def _build_resume_function(fn, code, index, null_slots, live) -> types.FunctionT
     prologue = []
     for slot, is_null in enumerate(null_slots):
         prologue.append(Instr("PUSH_NULL") if is_null else Instr("LOAD_FAST", stack_arg_name(slot)))
+    if primed:
+        prologue += [Instr("LOAD_CONST", None), Instr("YIELD_VALUE")]
     prologue += jump_into(body, label)
     name = resume_name(code, index)
     like = types.SimpleNamespace(

@@ -69,6 +69,7 @@ class SpeculationLog:
 class TranslatorCheckpoint:
     graph: object   # the OutputGraph's GraphCheckpoint
     frames: tuple   # (translator, frame state), innermost first
+    open_generators: tuple  # the output's open generators (Note [Traced generators])
 
 
 def frame_state(tx) -> tuple:
@@ -89,10 +90,12 @@ def set_frame_state(tx, state: tuple) -> None:
 
 
 def checkpoint(tx) -> TranslatorCheckpoint:
-    return TranslatorCheckpoint(tx.output.checkpoint(), tuple((t, frame_state(t)) for t in tx._outward()))
+    return TranslatorCheckpoint(tx.output.checkpoint(), tuple((t, frame_state(t)) for t in tx._outward()),
+                                tuple(tx.output.open_generators))
 
 
 def restore(tx, cp: TranslatorCheckpoint) -> None:
     tx.output.restore(cp.graph)
+    tx.output.open_generators[:] = cp.open_generators
     for t, state in cp.frames:
         set_frame_state(t, state)

@@ -3,7 +3,8 @@
 A `Translator` owns a stack, the fast locals and the cells of one frame, and walks
 the frame's decoded instructions through a dispatch table indexed by opcode (built
 from the `ops_*` families). Calls to user Python functions are inlined by running a
-child translator that shares the parent's `OutputGraph`.
+child translator that shares the parent's `OutputGraph`; a generator function's
+body is a child translator suspended at each yield (translate/generators.py).
 
 `checkpoint()`/`restore(cp)`/`release(cp)` speculate over the frames and the output
 graph (translate/speculation.py); the root frame breaks where the capture's speculation
@@ -27,10 +28,10 @@ from ..vars import builder
 from ..vars.constant import ConstantVariable
 from ..vars.exceptions import ExceptionVariable
 from ..vars.functions import CellVariable
-from ..vars.iterators import IteratorVariable
 from ..vars.trace_rules import Kind, elided_call, python_rule
 from .ops_build import BuildOps
 from .ops_calls import CallOps
+from .generators import GeneratorOps, GeneratorVariable, close_dropped, refuse_dropping_by_exception
 from .ops_exceptions import ExceptionOps
 from .ops_jumps import JumpOps
 from .ops_load_store import LoadStoreOps
@@ -39,7 +40,8 @@ from .ops_stack import StackOps
 from . import speculation
 
 
-class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps, ExceptionOps):
+class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps, ExceptionOps,
+                 GeneratorOps):
     def __init__(self, code, f_globals: dict, globals_source, local_vars: dict, cells: dict,
                  output, parent: "Translator | None" = None):
         self.code = code
@@ -72,6 +74,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         self.output.current_tx = self
         log = self.output.speculation_log
         breaks = log.root_breaks if self.parent is None and log is not None and log.root_breaks else None
+        open_generators = self.output.open_generators  # Note [Traced generators]: dropped ones are closed
         try:
             while self.return_value is None and self.yielded is None:
                 inst = instructions[self.ip]
@@ -86,6 +89,8 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
                     dispatch[inst.opcode](self, inst)
                 except TracedRaise as raised:
                     self.unwind(raised)
+                if open_generators:
+                    close_dropped(self)
         finally:
             self.output.current_tx = previous
         return self.return_value
@@ -97,6 +102,8 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         index = self.ip - 1 if self.instructions[self.ip - 1] is inst else self.instructions.index(inst)
         handler = handlers(self.code)[index]
         if handler is None:
+            if self.output.open_generators:
+                refuse_dropping_by_exception(self)
             raise raised
         self.stack[:] = self.snapshot_stack[:handler.depth]
         if handler.lasti:
@@ -128,7 +135,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         cells = dict(zip(code.co_freevars, fn_vt.closure_cells(self)))  # one cell may have several names
         child = Translator(code, f_globals, globals_src, bound, cells, self.output, parent=self)
         if code.co_flags & 0x20:
-            return GeneratorVariable(child)
+            return GeneratorVariable(child, fn_vt, args, kwargs)
         return child.run()
 
     # ---- services for trackers ------------------------------------------------------
@@ -283,44 +290,6 @@ def is_library_file(filename: str) -> bool:
 
 _LIBRARY_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, os)) + (
     os.path.dirname(os.path.dirname(__file__)) + os.sep,)
-
-
-class GeneratorVariable(IteratorVariable):
-    """A generator made during tracing: a suspended child translator, resumed lazily by
-    `next_item` so its body runs interleaved with the consumer exactly like eager."""
-
-    __slots__ = ("child", "done")
-
-    def __init__(self, child: Translator):
-        super().__init__(None)
-        self.child = child
-        self.done = False
-
-    def python_type(self) -> type:
-        return type(x for x in ())
-
-    def next_item(self, tx):
-        if self.done:
-            return None
-        tx.output.side_effects.mutate(self)
-        child = self.child
-        child.yielded = None
-        try:
-            child.run()
-        except TracedRaise:  # a generator that raised is finished, as eagerly
-            self.done = True
-            raise
-        if child.return_value is not None:
-            self.done = True
-            return None
-        return child.yielded
-
-    def _save_state(self):
-        return self.done, speculation.frame_state(self.child)
-
-    def _restore_state(self, state) -> None:
-        self.done, frame = state
-        speculation.set_frame_state(self.child, frame)
 
 
 def _builtins_of(f_globals: dict) -> dict:

@@ -5,14 +5,12 @@ A test checks that handled opcodes and this table together cover `dis.opmap`.
 from __future__ import annotations
 
 _EXCEPTION_GROUPS = "`except*` (exception groups) is not traced"
-_GENERATOR = "`yield from`, `await` and async iteration are not traced; such frames run eagerly"
+_GENERATOR = "`await` and async iteration are not traced; such frames run eagerly"
 _MODULE_LEVEL = "only appears in module or class bodies, which are not compiled"
 
 UNSUPPORTED_OPCODES = {
     "CHECK_EG_MATCH": _EXCEPTION_GROUPS,
     "PREP_RERAISE_STAR": _EXCEPTION_GROUPS,
-    "SEND": _GENERATOR,
-    "GET_YIELD_FROM_ITER": _GENERATOR,
     "ASYNC_GEN_WRAP": _GENERATOR,
     "GET_AWAITABLE": _GENERATOR,
     "GET_AITER": _GENERATOR,

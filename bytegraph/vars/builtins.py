@@ -23,7 +23,7 @@ from .containers import BaseListVariable, DictVariable, ListVariable, SetVariabl
 from .dunders import handles_operator, is_user_instance, user_operator
 from .dict_views import DictViewVariable, view_operator
 from .exceptions import ExceptionVariable
-from .iterators import (EnumerateIteratorVariable, IteratorVariable, MapIteratorVariable, SequenceIteratorVariable,
+from .iterators import (EnumerateIteratorVariable, FilterIteratorVariable, IteratorVariable, MapIteratorVariable,
                         ZipIteratorVariable, iterator_of)
 from .tensor import TensorVariable
 
@@ -348,11 +348,17 @@ def _hasattr(tx, fn, args, kwargs):
 
 @handles(builtins.min, builtins.max)
 def _min_max(tx, fn, args, kwargs):
-    items = args[0].unpack(tx) if len(args) == 1 else list(args)
-    if kwargs.get("key") is not None:
-        keys = [kwargs["key"].call_function(tx, [i], {}) for i in items]
+    key = kwargs.get("key")
+    if key is not None and key.is_none():
+        key = None
+    if len(args) == 1 and key is not None:  # eager calls the key on each item as it comes
+        items, keys, it = [], [], iterator_of(tx, args[0])
+        while (item := it.next_item(tx)) is not None:
+            items.append(item)
+            keys.append(key.call_function(tx, [item], {}))
     else:
-        keys = items
+        items = args[0].unpack(tx) if len(args) == 1 else list(args)
+        keys = items if key is None else [key.call_function(tx, [i], {}) for i in items]
     if not items:
         if "default" in kwargs:
             return kwargs["default"]
@@ -367,22 +373,21 @@ def _min_max(tx, fn, args, kwargs):
 
 @handles(builtins.sum)
 def _sum(tx, fn, args, kwargs):
-    items = args[0].unpack(tx)
-    start = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))
-    total = start
-    for item in items:
+    it = iterator_of(tx, args[0])
+    total = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))
+    while (item := it.next_item(tx)) is not None:  # each `+` as the item comes, like eager
         total = _operator(tx, operator.add, [total, item], {})
     return total
 
 
 @handles(builtins.any, builtins.all)
 def _any_all(tx, fn, args, kwargs):
-    truths = []
-    for item in iterator_of(tx, args[0]).unpack(tx):
-        truths.append(item.truth(tx))
-        if truths[-1] == (fn is builtins.any):
-            break
-    return ConstantVariable(fn(truths))
+    it = iterator_of(tx, args[0])
+    stop = fn is builtins.any
+    while (item := it.next_item(tx)) is not None:  # lazily: eager stops at the deciding item
+        if item.truth(tx) == stop:
+            return ConstantVariable(stop)
+    return ConstantVariable(not stop)
 
 
 @handles(builtins.int, builtins.float, builtins.complex, builtins.str, builtins.repr, builtins.round,
@@ -435,19 +440,19 @@ def _iter(tx, fn, args, kwargs):
 @handles(builtins.next)
 def _next(tx, fn, args, kwargs):
     it = args[0]
-    if not isinstance(it, IteratorVariable) and not _has_next(it):
+    if not isinstance(it, IteratorVariable):
+        if _has_next(it):  # a real iterator not modelled (a generator or `count` from outside)
+            tx.unsupported(f"next() of {it.describe()}", category="unsupported call")
         tx.raise_user_error(TypeError(f"{it.describe()} is not an iterator"))
+    if len(args) == 1:
+        return it.next_or_raise(tx)
     item = it.next_item(tx)
-    if item is None:
-        if len(args) > 1:
-            return args[1]
-        tx.raise_user_error(StopIteration())
-    return item
+    return args[1] if item is None else item
 
 
 def _has_next(vt) -> bool:
     """Whether the value's type defines `__next__` (a real iterator the tracer does not
-    model, such as an `itertools.count` from outside: its `next_item` breaks)."""
+    model, such as an `itertools.count` or a generator from outside)."""
     try:
         return hasattr(vt.python_type(), "__next__")
     except NotImplementedError:
@@ -473,10 +478,7 @@ def _map(tx, fn, args, kwargs):
 
 @handles(builtins.filter)
 def _filter(tx, fn, args, kwargs):
-    pred, items = args[0], iterator_of(tx, args[1]).unpack(tx)
-    keep = [i for i in items if (i.truth(tx) if pred.is_python_constant() and pred.as_python_constant() is None
-                                 else pred.call_function(tx, [i], {}).truth(tx))]
-    return SequenceIteratorVariable.over_items(keep)
+    return FilterIteratorVariable(None if args[0].is_none() else args[0], iterator_of(tx, args[1]))
 
 
 @handles(builtins.reversed)

@@ -103,6 +103,12 @@ class ConstantMethodVariable(MethodOfVariable):
     def call_function(self, tx, args, kwargs):
         from .builder import fold_call
 
+        if self.name == "join" and len(args) == 1 and not args[0].is_python_constant() \
+                and isinstance(self.obj.value, (str, bytes)):
+            from .containers import TupleVariable
+            from .iterators import iterator_of
+
+            args = [TupleVariable(iterator_of(tx, args[0]).unpack(tx))]  # a generator, a list, ...
         return fold_call(tx, getattr(self.obj.value, self.name), args, kwargs,
                          f"{self.obj.describe()}.{self.name}")
 

@@ -83,6 +83,8 @@ class ExceptionVariable(VariableTracker):
             return self.suppress_context
         if name == "__class__":
             return tx.wrap(self.cls, None)
+        if name == "value" and issubclass(self.cls, StopIteration) and self.args is not None:
+            return self.args[0] if self.args else ConstantVariable(None)  # a generator's return value
         if self.real is not None and name != "__traceback__" and not _defined_in_python(self.cls, name):
             value = getattr(self.real, name, None)
             if is_constant_value(value) and (value is not None or hasattr(self.real, name)):

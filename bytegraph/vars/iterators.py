@@ -43,6 +43,13 @@ class IteratorVariable(VariableTracker):
         """The next item, or None when exhausted."""
         raise NotImplementedError
 
+    def next_or_raise(self, tx) -> VariableTracker:
+        """`next(it)`: the next item, or StopIteration raised in the traced program."""
+        item = self.next_item(tx)
+        if item is None:
+            tx.raise_user_error(StopIteration())
+        return item
+
     def unpack(self, tx) -> list:
         items = []
         while (item := self.next_item(tx)) is not None:
@@ -283,6 +290,9 @@ class MapIteratorVariable(IteratorVariable):
     def python_type(self) -> type:
         return map
 
+    def children(self):
+        return (self.fn, *self.iterators)
+
     def next_item(self, tx):
         args = []
         for it in self.iterators:
@@ -291,6 +301,29 @@ class MapIteratorVariable(IteratorVariable):
                 return None
             args.append(item)
         return self.fn.call_function(tx, args, {})
+
+
+class FilterIteratorVariable(IteratorVariable):
+    """`filter(pred, it)`, lazy: the predicate runs on each item as it is asked for."""
+
+    __slots__ = ("pred", "iterator")
+
+    def __init__(self, pred, iterator):
+        super().__init__(None)
+        self.pred = pred  # None: the items' own truth
+        self.iterator = iterator
+
+    def python_type(self) -> type:
+        return filter
+
+    def children(self):
+        return (self.iterator,) if self.pred is None else (self.pred, self.iterator)
+
+    def next_item(self, tx):
+        while (item := self.iterator.next_item(tx)) is not None:
+            if (item if self.pred is None else self.pred.call_function(tx, [item], {})).truth(tx):
+                return item
+        return None
 
 
 class ZipIteratorVariable(IteratorVariable):
@@ -303,6 +336,9 @@ class ZipIteratorVariable(IteratorVariable):
 
     def python_type(self) -> type:
         return zip
+
+    def children(self):
+        return self.iterators
 
     def next_item(self, tx):
         items = []
@@ -326,6 +362,9 @@ class EnumerateIteratorVariable(IteratorVariable):
 
     def python_type(self) -> type:
         return enumerate
+
+    def children(self):
+        return (self.iterator,)
 
     def next_item(self, tx):
         item = self.iterator.next_item(tx)

@@ -151,6 +151,9 @@ class PolyfilledIteratorVariable(IteratorVariable):
     def python_type(self) -> type:
         return self.kind
 
+    def children(self):
+        return (self.generator,)
+
     def next_item(self, tx):
         return self.generator.next_item(tx)
 
