@@ -441,13 +441,18 @@ def _iter(tx, fn, args, kwargs):
 def _next(tx, fn, args, kwargs):
     it = args[0]
     if not isinstance(it, IteratorVariable):
-        if _has_next(it):  # a real iterator not modelled (a generator or `count` from outside)
-            tx.unsupported(f"next() of {it.describe()}", category="unsupported call")
-        tx.raise_user_error(TypeError(f"{it.describe()} is not an iterator"))
-    if len(args) == 1:
+        if not _has_next(it):
+            tx.raise_user_error(TypeError(f"{it.describe()} is not an iterator"))
+        item = it.next_item(tx)  # a real iterator not modelled: the slot breaks the graph
+    elif len(args) == 1:
         return it.next_or_raise(tx)
-    item = it.next_item(tx)
-    return args[1] if item is None else item
+    else:
+        item = it.next_item(tx)
+    if item is None:
+        if len(args) > 1:
+            return args[1]
+        tx.raise_user_error(StopIteration())
+    return item
 
 
 def _has_next(vt) -> bool:
