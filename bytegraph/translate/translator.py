@@ -25,7 +25,8 @@ from ..guards.guard import Guard, GuardKind
 from ..guards.sources import ObjectSource, global_source
 from ..vars import builder
 from ..vars.constant import ConstantVariable
-from ..vars.exceptions import ExceptionVariable
+from ..vars.base import MethodOfVariable
+from ..vars.exceptions import ExceptionVariable, as_exception
 from ..vars.functions import CellVariable
 from ..vars.iterators import IteratorVariable
 from ..vars.trace_rules import Kind, elided_call, python_rule
@@ -313,6 +314,39 @@ class GeneratorVariable(IteratorVariable):
         if child.return_value is not None:
             self.done = True
             return None
+        return child.yielded
+
+    def var_getattr(self, tx, name):
+        if name == "throw":
+            return MethodOfVariable(self, name)
+        return super().var_getattr(tx, name)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "throw" and not kwargs and 1 <= len(args) <= 3:
+            return self.throw(tx, args)
+        return super().call_method(tx, name, args, kwargs)
+
+    def throw(self, tx, args):
+        """`gen.throw(exc)` / `gen.throw(typ, value, tb)`: the exception raised where the
+        generator is suspended (the handlers of its YIELD_VALUE), so it runs to its next
+        yield (the result), returns (StopIteration in the caller) or raises. One not
+        started or finished raises it at once and is finished."""
+        exc = as_exception(tx, args[1] if len(args) > 1 and not args[1].is_none() else args[0])
+        tx.output.side_effects.mutate(self)
+        child = self.child
+        if self.done or child.inst is None or child.inst.opname != "YIELD_VALUE":
+            self.done = True
+            tx.raise_exception(exc)
+        child.yielded = None
+        try:
+            child.unwind(TracedRaise(exc, tx.location()))
+            child.run()
+        except TracedRaise:
+            self.done = True
+            raise
+        if child.return_value is not None:
+            self.done = True
+            tx.raise_exception(ExceptionVariable(StopIteration, [child.return_value]))
         return child.yielded
 
     def _save_state(self):
