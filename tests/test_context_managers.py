@@ -723,3 +723,210 @@ def test_fullgraph_break_inside_with_raises_unsupported():
     cf = bytegraph.compile(f, fullgraph=True)
     with pytest.raises(bytegraph.Unsupported, match="print"):
         cf(torch.randn(2))
+
+
+def _raises_eagerly(text):
+    import json
+
+    return json.loads(text)  # json is not traced: the call is a graph break that raises
+
+
+def test_breaking_call_raises_inside_swallowing_manager():
+    def f(x):
+        with Tag("swb", swallow=True):
+            x = x + 1
+            x = x + _raises_eagerly("{")
+        return x * 2
+
+    run(f, torch.randn(2))
+
+
+def test_breaking_call_raises_through_manager():
+    def f(x):
+        with Tag("thr"):
+            x = x + 1
+            x = x + _raises_eagerly("[")
+        return x
+
+    run(f, torch.randn(2))
+
+
+class GradOff:
+    def __enter__(self):
+        self.prev = torch.is_grad_enabled()
+        torch.set_grad_enabled(False)
+        return self
+
+    def __exit__(self, *a):
+        torch.set_grad_enabled(self.prev)
+        return False
+
+
+def test_break_inside_user_grad_manager():
+    def f(x):
+        with GradOff():
+            y = x * 2
+            print("grad", torch.is_grad_enabled())
+            y = y * x
+        return y, x * 3, torch.is_grad_enabled()
+
+    run(f, torch.randn(2, requires_grad=True), graphs=2)
+
+
+def test_break_inside_with_inside_try_finally():
+    def f(x):
+        try:
+            with Tag("tf"):
+                x = x + 1
+                print("tf")
+                x = x * 2
+        finally:
+            LOG.append("finally")
+        return x
+
+    run(f, torch.randn(2), graphs=2)
+
+
+class Res:
+    def close(self):
+        LOG.append("closed")
+
+
+def test_break_inside_closing():
+    def f(x):
+        with contextlib.closing(Res()):
+            x = x + 1
+            print("closing")
+            x = x - 3
+        return x
+
+    run(f, torch.randn(2), graphs=2)
+
+
+def test_suppress_in_inlined_helper():
+    def get(d, k, x):
+        with contextlib.suppress(KeyError):
+            return x + d[k]
+        return x - 1
+
+    def f(x):
+        return get({"a": 1}, "a", x) + get({}, "b", x)
+
+    run(f, torch.randn(2), graphs=1, fullgraph=True)
+
+
+def test_exception_from_exit_escapes_with_type_and_message():
+    def f(x):
+        with ExitRaises():
+            x = x + 1
+        return x
+
+    run(f, torch.randn(2))
+
+
+OUTSIDE = []
+
+
+def test_contextmanager_made_outside():
+    def setup():
+        _reset()
+        OUTSIDE[:] = [logged("outside", 2)]
+
+    def f(x):
+        with OUTSIDE[0] as v:
+            x = x + v
+        return x
+
+    check(f, torch.randn(2), setup=setup, state=_state)
+
+
+def test_exit_stack_matches_eager():
+    def f(x):
+        with contextlib.ExitStack() as stack:
+            t = stack.enter_context(Tag("es"))
+            stack.callback(LOG.append, "callback")
+            x = x + len(t.name)
+        return x
+
+    run(f, torch.randn(2))
+
+
+class LoudEnter:
+    def __enter__(self):
+        print("entering")
+        LOG.append("loud enter")
+        return 7
+
+    def __exit__(self, *a):
+        LOG.append(("loud enter's exit", a[0]))
+
+
+class LoudExit:
+    def __enter__(self):
+        return 7
+
+    def __exit__(self, typ, value, tb):
+        print("exiting", typ)
+        LOG.append(("loud exit", typ, value))
+        return typ is KeyError
+
+
+def test_break_inside_enter_resumes_after_with_entry():
+    def f(x):
+        x = x * 2
+        with LoudEnter() as k:
+            x = x + k
+        return x + 1
+
+    run(f, torch.randn(2), graphs=2)
+    _, reasons = _graphs_and_breaks(f, torch.randn(2))
+    assert len(reasons) == 1 and "print" in reasons[0] and "eagerly" not in reasons[0], reasons
+
+
+def test_break_inside_exit_on_normal_path():
+    def f(x):
+        x = x * 2
+        with LoudExit() as k:
+            x = x + k
+        return x + 1
+
+    run(f, torch.randn(2), graphs=2)
+
+
+def test_break_inside_exit_on_exception_path():
+    def f(x):
+        x = x * 2
+        with LoudExit():
+            x = x + 1
+            raise KeyError("swallowed by a loud exit")
+        return x + 1
+
+    run(f, torch.randn(2))
+
+
+def test_break_inside_exit_exception_not_swallowed():
+    def f(x):
+        with LoudExit():
+            x = x + 1
+            raise ValueError("through a loud exit")
+        return x
+
+    run(f, torch.randn(2))
+
+
+def test_contextmanager_made_outside_breaks_at_enter_and_resumes():
+    def setup():
+        _reset()
+        OUTSIDE[:] = [logged("outside", 2)]
+
+    def f(x):
+        x = x * 3
+        with OUTSIDE[0] as v:
+            x = x + v
+        return x
+
+    check(f, torch.randn(2), setup=setup, state=_state)
+    setup()
+    out = bytegraph.explain(f)(torch.randn(2))
+    assert out.graph_count >= 1 and not out.eager_frames, out
+    assert any("generator" in r.reason for r in out.break_reasons), out

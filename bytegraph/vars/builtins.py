@@ -436,7 +436,11 @@ def _iter(tx, fn, args, kwargs):
 def _next(tx, fn, args, kwargs):
     it = args[0]
     if not isinstance(it, IteratorVariable):
-        tx.raise_user_error(TypeError(f"{it.describe()} is not an iterator"))
+        if not hasattr(it.python_type(), "__next__"):
+            tx.raise_user_error(TypeError(f"{it.describe()} is not an iterator"))
+        if len(args) > 1:
+            tx.unsupported(f"next() with a default on {it.describe()}", category="unsupported iteration")
+        return it.var_getattr(tx, "__next__").call_function(tx, [], {})  # a user iterator's own __next__
     item = it.next_item(tx)
     if item is None:
         if len(args) > 1:
