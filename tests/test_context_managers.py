@@ -930,3 +930,73 @@ def test_contextmanager_made_outside_breaks_at_enter_and_resumes():
     out = bytegraph.explain(f)(torch.randn(2))
     assert out.graph_count >= 1 and not out.eager_frames, out
     assert any("generator" in r.reason for r in out.break_reasons), out
+
+
+@pytest.fixture
+def exit_stack_on_lists(monkeypatch):
+    """ExitStack keeps its exits in a `collections.deque`, which has no tracker on this
+    branch (it comes with the collections work): with contextlib's `deque` replaced by
+    `list` (the same append/pop/truth), the rest of ExitStack is traced in one graph."""
+    monkeypatch.setattr(contextlib, "deque", list)
+
+
+def test_exit_stack_enter_context_and_callback(exit_stack_on_lists):
+    def f(x):
+        with contextlib.ExitStack() as stack:
+            t = stack.enter_context(Tag("es"))
+            stack.callback(LOG.append, "callback")
+            x = x + len(t.name)
+        return x
+
+    run(f, torch.randn(2), graphs=1, fullgraph=True)
+
+
+def test_exit_stack_unwinds_in_reverse_and_swallows(exit_stack_on_lists):
+    def f(x):
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(Tag("outer", swallow=True))
+            stack.enter_context(Tag("inner"))
+            x = x + 1
+            raise ValueError("through the stack")
+        return x * 2
+
+    run(f, torch.randn(2), graphs=1, fullgraph=True)
+
+
+def test_exit_stack_in_inlined_helper(exit_stack_on_lists):
+    def helper(x, names):
+        with contextlib.ExitStack() as stack:
+            for n in names:
+                stack.enter_context(Tag(n))
+            return x * len(names)
+
+    def f(x):
+        return helper(x, ["a", "b", "c"]) + 1
+
+    run(f, torch.randn(2), graphs=1, fullgraph=True)
+
+
+def test_sys_exc_info_inside_handler():
+    import sys
+
+    def f(x):
+        before = sys.exc_info()
+        try:
+            raise KeyError("k")
+        except KeyError:
+            t, v, tb = sys.exc_info()
+            return x + len(str(v)), t, before, tb is None
+
+    run(f, torch.randn(2), graphs=1, fullgraph=True)
+
+
+def test_method_type_binds_function():
+    import types
+
+    def f(x):
+        t = Tag("bound")
+        enter = types.MethodType(Tag.__enter__, t)
+        same = enter()
+        return x + t.entered, same is t
+
+    run(f, torch.randn(2), graphs=1, fullgraph=True)

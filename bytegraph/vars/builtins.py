@@ -11,6 +11,8 @@ import builtins
 import functools
 import math
 import operator
+import sys
+import types
 
 
 from ..guards.sources import ObjectSource
@@ -18,11 +20,11 @@ from ..hints import graph_break
 from .base import CallableValueVariable, VariableTracker
 from .lazy_int import UNPINNED_OPS, unpinned_operator
 from .constant import ConstantVariable
-from .functions import PartialVariable, UserFunctionVariable
+from .functions import BoundMethodVariable, PartialVariable, UserFunctionVariable
 from .containers import BaseListVariable, DictVariable, ListVariable, SetVariable, TupleVariable
 from .dunders import handles_operator, is_user_instance, user_operator
 from .dict_views import DictViewVariable, view_operator
-from .exceptions import ExceptionVariable
+from .exceptions import ExceptionVariable, TracebackVariable
 from .iterators import (EnumerateIteratorVariable, IteratorVariable, MapIteratorVariable, SequenceIteratorVariable,
                         ZipIteratorVariable, iterator_of)
 from .tensor import TensorVariable
@@ -512,3 +514,21 @@ def fold(tx, fn, args, kwargs, wrap_result=None):
     from .builder import fold_call
 
     return fold_call(tx, fn, args, kwargs, getattr(fn, "__name__", repr(fn)), wrap_result=wrap_result)
+
+
+@handles(types.MethodType)
+def _method_type(tx, fn, args, kwargs):
+    """`types.MethodType(function, obj)`: `function` bound to `obj` (contextlib.ExitStack
+    binds a manager's `__exit__` so)."""
+    if len(args) != 2 or kwargs:
+        tx.raise_user_error(TypeError("method expected 2 arguments"))
+    return BoundMethodVariable(args[0], args[1])
+
+
+@handles(sys.exc_info)
+def _exc_info(tx, fn, args, kwargs):
+    """`sys.exc_info()`: the exception being handled where it is called (Note [Traced exceptions])."""
+    exc = tx.active_exception()
+    if exc is None:
+        return TupleVariable([ConstantVariable(None)] * 3)
+    return TupleVariable([tx.wrap(exc.python_type(), None), exc, TracebackVariable(exc)])
