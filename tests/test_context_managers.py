@@ -1000,3 +1000,44 @@ def test_method_type_binds_function():
         return x + t.entered, same is t
 
     run(f, torch.randn(2), graphs=1, fullgraph=True)
+
+
+def test_exit_found_on_the_class_not_the_instance():
+    def f(x):
+        t = Tag("cls")
+        t.__exit__ = lambda *a: LOG.append("instance exit") or True
+        try:
+            with t:
+                raise ValueError("the class's exit does not swallow")
+        except ValueError:
+            x = x + 1
+        return x * 2
+
+    run(f, torch.randn(2), graphs=1, fullgraph=True)
+
+
+class EnterOnly:
+    def __enter__(self):
+        return self
+
+
+def test_object_without_exit_raises_type_error():
+    def f(x):
+        x = x + 1
+        with EnterOnly():
+            x = x + 2
+        return x
+
+    run(f, torch.randn(2))
+
+
+def test_object_without_protocol_raises_type_error_caught():
+    def f(x):
+        try:
+            with Res():
+                x = x + 2
+        except TypeError as e:
+            return x + len(str(e))
+        return x
+
+    run(f, torch.randn(2), graphs=1, fullgraph=True)

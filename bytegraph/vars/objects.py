@@ -175,6 +175,20 @@ class UserObjectVariable(VariableTracker):
     def python_type(self) -> type:
         return type(self.value)
 
+    def enter_with(self, tx) -> tuple:
+        """`with obj:` finds `__enter__` and `__exit__` on the class, never on the instance
+        (CPython's special-method lookup), then calls `__enter__`."""
+        cls = type(self.value)
+        bound = []
+        for name in ("__enter__", "__exit__"):
+            owner, attr = class_lookup(cls, name)
+            if attr is MISSING:
+                missed = " (missed __exit__ method)" if bound else ""
+                tx.raise_user_error(TypeError(f"'{cls.__qualname__}' object does not support the context "
+                                              f"manager protocol{missed}"))
+            bound.append(bind_class_attribute(tx, self, owner, name, attr, None))
+        return bound[1], bound[0].call_function(tx, [], {})
+
     # ---- attribute reads ---------------------------------------------------------------
     def var_getattr(self, tx, name):
         cls = type(self.value)
