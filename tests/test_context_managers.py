@@ -1041,3 +1041,16 @@ def test_object_without_protocol_raises_type_error_caught():
         return x
 
     run(f, torch.randn(2), graphs=1, fullgraph=True)
+
+
+def test_method_type_refuses_none_instance():
+    import types
+
+    def f(x):
+        try:
+            types.MethodType(Tag.__enter__, None)
+        except TypeError as e:
+            return x + len(str(e))
+        return x
+
+    run(f, torch.randn(2), graphs=1, fullgraph=True)

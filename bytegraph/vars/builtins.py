@@ -522,6 +522,10 @@ def _method_type(tx, fn, args, kwargs):
     binds a manager's `__exit__` so)."""
     if len(args) != 2 or kwargs:
         tx.raise_user_error(TypeError("method expected 2 arguments"))
+    if args[1].is_none():
+        tx.raise_user_error(TypeError("instance must not be None"))
+    if not hasattr(args[0].python_type(), "__call__"):
+        tx.raise_user_error(TypeError("first argument must be callable"))
     return BoundMethodVariable(args[0], args[1])
 
 
