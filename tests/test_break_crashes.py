@@ -114,9 +114,24 @@ def with_kw_only_call(x):
 
 
 def test_break_at_keyword_call_inside_user_with():
-    # the rest of a frame broken inside a user `with` runs eagerly: the callee is captured
-    check(with_kw_only_call, T(3), graphs=1)
-    assert counts(with_kw_only_call, T(3)) == (1, 2, 0)
+    # a frame broken inside a user `with` resumes inside the block (Note [Breaks inside
+    # blocks]): the callee and the rest of the frame are captured
+    check(with_kw_only_call, T(3), graphs=2)
+    assert counts(with_kw_only_call, T(3)) == (2, 2, 0)
+
+
+def kw_only_call_in_except_body(x):
+    try:
+        raise ValueError("v")
+    except ValueError:
+        y = _kw_only(x, bias=G, mode="other")
+    return y * 2
+
+
+def test_break_at_keyword_call_in_except_body():
+    # an `except` body keeps the body-copy path, entered before the call's KW_NAMES
+    check(kw_only_call_in_except_body, T(3))
+    assert counts(kw_only_call_in_except_body, T(3))[2] == 0
 
 
 def _kw_break(x, *, bias):
@@ -325,5 +340,6 @@ def try_raise_in_user_with(x, ctx):
 
 
 def test_break_in_try_ending_in_raise_inside_user_with():
-    check(try_raise_in_user_with, T(3), Ctx(), graphs=1)
-    assert counts(try_raise_in_user_with, T(3), Ctx()) == (1, 1, 0)
+    # resumed inside the `with` and the `try` (Note [Breaks inside blocks])
+    check(try_raise_in_user_with, T(3), Ctx(), graphs=2)
+    assert counts(try_raise_in_user_with, T(3), Ctx()) == (2, 1, 0)

@@ -18,9 +18,11 @@ wrapper, so its own prefix and suffix are captured too.
 Note [Breaks inside blocks]
 A break inside a `try`/`with` block of the root frame resumes like any other when the
 stack slots the innermost handler keeps (its depth) are for-loop iterators, grad-mode
-`with` exits (`WithExitVariable`, rebuilt as `RestoreGradMode`) or autocast ones
-(`AutocastExit`, Note [Autocast in the trace] in vars/autocast.py): the kinds whose
-`kept_in_block` is set. The residual code
+`with` exits (`WithExitVariable`, rebuilt as `RestoreGradMode`), autocast ones
+(`AutocastExit`, Note [Autocast in the trace] in vars/autocast.py) or a user manager's
+bound `__exit__` (`BoundMethodVariable`, rebuilt as `types.MethodType(<class's
+__exit__>, <the manager>)`, the manager rebuilt or reloaded from its source): the kinds
+whose `kept_in_block` is set. The residual code
 pushes those slots, and runs the breaking instruction under an exception-table entry
 whose handler is the original one in a copy of the body appended after the residual
 code: if the instruction raises, the user's handler runs (and the rest of the frame
@@ -28,9 +30,12 @@ eagerly), as in eager. Otherwise the slots are dropped and the resume function i
 called; it keeps the user's exception table (with the user's handler depths, see
 `make_code(given_handler_depths=True)`), so the handlers stay in force for the rest,
 and a grad-mode block's exit slot is wrapped back into a `WithExitVariable` by the
-tracer, so the block's end restores the mode inside the next graph. A block kept by
-another context manager (or a break inside an `except` body, whose kept slots hold the
-exception) keeps the body-copy path.
+tracer, so the block's end restores the mode inside the next graph; a user manager's
+exit slot is the real bound method, whose `__exit__` the resume function traces where
+the block ends (once, with eager's arguments). A break at BEFORE_WITH itself (inside
+`__enter__`, after the capture restarted there) runs it eagerly and resumes inside the
+block with its two results. A block kept by a manager of another kind (or a break
+inside an `except` body, whose kept slots hold the exception) keeps the body-copy path.
 
 Note [Breaks that read locals]
 A break at a call of `locals()`, `vars()`, `dir()`, or `eval`/`exec` without a locals
@@ -62,6 +67,7 @@ _EFFECTS = {
     "IS_OP": (2, 1), "UNARY_NEGATIVE": (1, 1), "UNARY_POSITIVE": (1, 1), "UNARY_INVERT": (1, 1),
     "UNARY_NOT": (1, 1), "GET_ITER": (1, 1), "LOAD_ATTR": (1, 1), "STORE_ATTR": (2, 0),
     "STORE_SUBSCR": (3, 0), "DELETE_SUBSCR": (2, 0), "STORE_GLOBAL": (1, 0), "DELETE_ATTR": (1, 0),
+    "BEFORE_WITH": (1, 2),
 }
 _CONDITIONAL_JUMPS = {
     "POP_JUMP_FORWARD_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE",

@@ -147,10 +147,11 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
         waiting, breaking_fn = nested
         try:
             emit_break(cg, frames[-1], breaking_fn, waiting, compile_fn, emit_graph_call, restore_world)
-        except GraphBreak:
-            if len(frames) == 1:
-                raise
-            raise brk from None  # a value cannot be rebuilt: capture() restarts at the call site
+        except GraphBreak as e:
+            if len(frames) == 1:  # the break's own reason comes first: it is where the frame stops
+                brk.reason = f"{brk.reason} (and a live value cannot be rebuilt there: {e.reason}; " \
+                             "the frame runs eagerly)"
+            raise brk from None  # nested: capture() restarts at the outermost call site
         # The graph is compiled only now that the residual code is known to be possible.
         residual, cg.instructions = cg.instructions, []
         graph = _emit_graph_call(cg, output, outputs, backend)

@@ -183,8 +183,9 @@ class GeneratorVariable(IteratorVariable):
             item = self.resume(tx, _NONE)
         elif name == "send" and len(args) == 1:
             item = self.send(tx, args[0])
-        elif name == "throw" and len(args) == 1:
-            item = self.throw(tx, as_exception(tx, args[0]))
+        elif name == "throw" and 1 <= len(args) <= 3:  # throw(exc) or throw(typ, value, tb)
+            value = args[1] if len(args) > 1 and not args[1].is_none() else args[0]
+            item = self.throw(tx, as_exception(tx, value))
         elif name == "close" and not args:
             self.close(tx)
             return _NONE

@@ -57,5 +57,5 @@ class ExceptionOps:
     def WITH_EXCEPT_START(self, inst):
         exc = self.stack[-1]
         exit_ = self.stack[-4]
-        args = [self.wrap(exc.python_type(), None), exc, TracebackVariable()]
+        args = [self.wrap(exc.python_type(), None), exc, TracebackVariable(exc)]
         self.stack.append(exit_.call_function(self, args, {}))

@@ -71,7 +71,7 @@ class VariableTracker:
     #: whether this kind is a tensor in the FX graph (`TensorVariable`)
     is_tensor = False
     #: whether a stack slot a `try`/`with` block keeps may hold it at a graph break that
-    #: resumes inside the block (for-loop iterators, grad-mode `with` exits)
+    #: resumes inside the block (for-loop iterators, grad-mode and user `with` exits)
     kept_in_block = False
     #: whether rebuilding one made during tracing makes a new object (see `built_once`)
     rebuilt_as_new_object = False

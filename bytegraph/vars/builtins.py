@@ -11,6 +11,8 @@ import builtins
 import functools
 import math
 import operator
+import sys
+import types
 
 
 from ..guards.sources import ObjectSource
@@ -18,12 +20,13 @@ from ..hints import graph_break
 from .base import CallableValueVariable, VariableTracker
 from .lazy_int import UNPINNED_OPS, unpinned_operator
 from .constant import ConstantVariable
-from .functions import PartialVariable, UserFunctionVariable
+from .functions import BoundMethodVariable, PartialVariable, UserFunctionVariable
 from .containers import BaseListVariable, DictVariable, ListVariable, SetVariable, TupleVariable
 from .dunders import handles_operator, is_user_instance, user_operator
 from .dict_views import DictViewVariable, view_operator
-from .exceptions import ExceptionVariable
+from .exceptions import ExceptionVariable, TracebackVariable
 from .iterators import (EnumerateIteratorVariable, FilterIteratorVariable, IteratorVariable, MapIteratorVariable,
+                        SequenceIteratorVariable,
                         ZipIteratorVariable, iterator_of)
 from .tensor import TensorVariable
 
@@ -443,7 +446,12 @@ def _next(tx, fn, args, kwargs):
     if not isinstance(it, IteratorVariable):
         if not _has_next(it):
             tx.raise_user_error(TypeError(f"{it.describe()} is not an iterator"))
-        item = it.next_item(tx)  # a real iterator not modelled: the slot breaks the graph
+        if not is_user_instance(it):
+            item = it.next_item(tx)  # a real iterator not modelled: the slot breaks the graph
+        elif len(args) > 1:
+            tx.unsupported(f"next() with a default on {it.describe()}", category="unsupported iteration")
+        else:
+            return it.var_getattr(tx, "__next__").call_function(tx, [], {})  # a user iterator's own __next__
     elif len(args) == 1:
         return it.next_or_raise(tx)
     else:
@@ -524,3 +532,25 @@ def fold(tx, fn, args, kwargs, wrap_result=None):
     from .builder import fold_call
 
     return fold_call(tx, fn, args, kwargs, getattr(fn, "__name__", repr(fn)), wrap_result=wrap_result)
+
+
+@handles(types.MethodType)
+def _method_type(tx, fn, args, kwargs):
+    """`types.MethodType(function, obj)`: `function` bound to `obj` (contextlib.ExitStack
+    binds a manager's `__exit__` so)."""
+    if len(args) != 2 or kwargs:
+        tx.raise_user_error(TypeError("method expected 2 arguments"))
+    if args[1].is_none():
+        tx.raise_user_error(TypeError("instance must not be None"))
+    if not hasattr(args[0].python_type(), "__call__"):
+        tx.raise_user_error(TypeError("first argument must be callable"))
+    return BoundMethodVariable(args[0], args[1])
+
+
+@handles(sys.exc_info)
+def _exc_info(tx, fn, args, kwargs):
+    """`sys.exc_info()`: the exception being handled where it is called (Note [Traced exceptions])."""
+    exc = tx.active_exception()
+    if exc is None:
+        return TupleVariable([ConstantVariable(None)] * 3)
+    return TupleVariable([tx.wrap(exc.python_type(), None), exc, TracebackVariable(exc)])

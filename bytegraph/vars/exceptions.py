@@ -97,6 +97,8 @@ class ExceptionVariable(VariableTracker):
         return super().hasattr_impl(tx, name)
 
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        if name == "__traceback__" and isinstance(value, TracebackVariable) and value.exc is self:
+            return  # its own traceback, which a `with` exit received: it has it already
         if name not in _CHAINING:
             super().store_attr(tx, name, value)
         if name == "__cause__":
@@ -140,9 +142,18 @@ class ExceptionVariable(VariableTracker):
 
 class TracebackVariable(VariableTracker):
     """The traceback of a traced exception, as a `with` block's `__exit__` receives it: only
-    passed along and compared (`tb is None`); anything else it is asked breaks."""
+    passed along and compared (`tb is None`), or given back to its exception
+    (`exc.__traceback__ = tb`, what `contextmanager`'s exit does); anything else it is
+    asked breaks."""
 
-    __slots__ = ()
+    __slots__ = ("exc",)
+
+    def __init__(self, exc: VariableTracker):
+        super().__init__(None)
+        self.exc = exc
+
+    def children(self):
+        return (self.exc,)
 
     def python_type(self) -> type:
         return types.TracebackType

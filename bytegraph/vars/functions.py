@@ -438,6 +438,10 @@ class BoundMethodVariable(VariableTracker):
     attribute's source (`m = o.f; return m, m` returns one object twice, like eager)."""
 
     __slots__ = ("fn", "obj")
+    # the `__exit__` of a user context manager that BEFORE_WITH keeps on the stack: rebuilt
+    # as a method of the real manager, so the resume function traces the real `__exit__`
+    # (Note [Breaks inside blocks])
+    kept_in_block = True
 
     def __init__(self, fn: VariableTracker, obj: VariableTracker, source=None):
         super().__init__(source)

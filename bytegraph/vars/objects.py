@@ -19,6 +19,7 @@ trace-rules table (`OpaqueCallableVariable`) and, as the fallback, any other obj
 """
 from __future__ import annotations
 
+import abc
 import enum
 import types
 
@@ -173,6 +174,20 @@ class UserObjectVariable(VariableTracker):
 
     def python_type(self) -> type:
         return type(self.value)
+
+    def enter_with(self, tx) -> tuple:
+        """`with obj:` finds `__enter__` and `__exit__` on the class, never on the instance
+        (CPython's special-method lookup), then calls `__enter__`."""
+        cls = type(self.value)
+        bound = []
+        for name in ("__enter__", "__exit__"):
+            owner, attr = class_lookup(cls, name)
+            if attr is MISSING:
+                missed = " (missed __exit__ method)" if bound else ""
+                tx.raise_user_error(TypeError(f"'{cls.__qualname__}' object does not support the context "
+                                              f"manager protocol{missed}"))
+            bound.append(bind_class_attribute(tx, self, owner, name, attr, None))
+        return bound[1], bound[0].call_function(tx, [], {})
 
     # ---- attribute reads ---------------------------------------------------------------
     def var_getattr(self, tx, name):
@@ -440,13 +455,19 @@ def _instance_dict(obj):
     return d if type(d) is dict else None
 
 
+def _plain_metaclass(meta: type) -> bool:
+    """Whether instances of classes of metaclass `meta` are created as those of `type`'s:
+    `abc.ABCMeta` customises class creation and `isinstance`, not instance creation."""
+    return meta is abc.ABCMeta
+
+
 def _not_plain_reason(cls: type) -> str | None:
     """None for a Python class whose instances are made by `object.__new__` and hold their
     state in a plain instance `__dict__` (no slots, no metaclass; `__init__`, `__setattr__`
     and `__delattr__`, if any, written in Python); else why not, in words."""
     if cls.__module__ == "builtins":
         return "a builtin class without a known constructor"
-    if type(cls) is not type:
+    if type(cls) is not type and not _plain_metaclass(type(cls)):
         return f"its metaclass {type(cls).__qualname__} may customise creation"
     if cls.__new__ is not object.__new__:
         return "it defines __new__"
@@ -456,8 +477,10 @@ def _not_plain_reason(cls: type) -> str | None:
         fn = class_lookup(cls, hook)[1]
         if fn is not getattr(object, hook) and not isinstance(fn, types.FunctionType):
             return f"its {hook} is not written in Python"
+    if getattr(cls, "__abstractmethods__", None):
+        return "it is an abstract class"
     for klass in cls.__mro__[:-1]:
-        if "__slots__" in klass.__dict__ or klass.__module__ == "builtins":
+        if klass.__dict__.get("__slots__", ()) != () or klass.__module__ == "builtins":
             return f"{klass.__qualname__} defines __slots__ or is builtin"
     return None
 

@@ -88,7 +88,7 @@ C_FUNCTION_TYPES = (types.BuiltinFunctionType, types.MethodWrapperType, types.Wr
 NOT_INLINED_MODULES = frozenset({
     "logging", "warnings", "threading", "random", "time", "os", "sys", "io", "pdb", "traceback",
     "inspect", "pickle", "subprocess", "socket", "numpy", "tqdm", "copy", "gc", "weakref", "abc",
-    "contextlib", "atexit", "signal", "shutil", "tempfile", "pathlib", "json", "csv", "datetime",
+    "atexit", "signal", "shutil", "tempfile", "pathlib", "json", "csv", "datetime",
 })
 
 # torch's own compiler plumbing and profiler hooks (decorators around optimizer methods).

@@ -346,3 +346,28 @@ def fullgraph_explicit(x):
 @case(lambda: (T(3),), mode="unsupported")
 def fullgraph_time(x):
     return x * time.time()
+
+
+class Managed:
+    """A user context manager: the break inside its block resumes with it still active."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def __enter__(self):
+        self.log.append("enter")
+        return self
+
+    def __exit__(self, typ, value, tb):
+        self.log.append(("exit", typ))
+        return False
+
+
+@case(lambda: (T(3), []))
+def break_in_user_with(x, log):
+    with Managed(log) as m:
+        y = x * 2
+        print("inside a user with")
+        m.log.append("after the break")
+        y = y + 1
+    return y, log
