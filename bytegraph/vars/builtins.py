@@ -8,6 +8,7 @@ containers are handled structurally.
 from __future__ import annotations
 
 import builtins
+import inspect
 import functools
 import math
 import operator
@@ -444,9 +445,10 @@ def _iter(tx, fn, args, kwargs):
 def _next(tx, fn, args, kwargs):
     it = args[0]
     if not isinstance(it, IteratorVariable):
-        if not _has_next(it):
+        next_method = _next_method(it)
+        if next_method is None:
             tx.raise_user_error(TypeError(f"{it.describe()} is not an iterator"))
-        if not is_user_instance(it):
+        if not (is_user_instance(it) and inspect.isfunction(next_method)):
             item = it.next_item(tx)  # a real iterator not modelled: the slot breaks the graph
         elif len(args) > 1:
             tx.unsupported(f"next() with a default on {it.describe()}", category="unsupported iteration")
@@ -463,13 +465,13 @@ def _next(tx, fn, args, kwargs):
     return item
 
 
-def _has_next(vt) -> bool:
-    """Whether the value's type defines `__next__` (a real iterator the tracer does not
-    model, such as an `itertools.count` or a generator from outside)."""
+def _next_method(vt):
+    """`type(vt).__next__`, or None when the type has none (a value that is not an
+    iterator)."""
     try:
-        return hasattr(vt.python_type(), "__next__")
+        return getattr(vt.python_type(), "__next__", None)
     except NotImplementedError:
-        return False
+        return None
 
 
 @handles(builtins.enumerate)
