@@ -23,6 +23,8 @@ DICT_MUTATORS = frozenset({"__setitem__", "__delitem__", "pop", "popitem", "upda
 _SET_MUTATORS = frozenset({"add", "discard", "remove", "pop", "clear", "update", "intersection_update",
                            "difference_update", "symmetric_difference_update", "__ior__", "__iand__", "__isub__",
                            "__ixor__"})
+_SET_QUERIES = frozenset({"union", "intersection", "difference", "symmetric_difference", "issubset", "issuperset",
+                          "isdisjoint", "copy"})
 # the in-place operators a kind implements as a method of its own (`a |= b` is `a.__ior__(b)`)
 _SET_INPLACE = {"__ior__": "update", "__iand__": "intersection_update", "__isub__": "difference_update",
                 "__ixor__": "symmetric_difference_update"}
@@ -570,6 +572,12 @@ def _members(tx, vt) -> dict:
 def _as_mapping(tx, vt) -> dict:
     if isinstance(vt, DictVariable):
         return vt.items
+    if hasattr(vt.python_type(), "keys"):
+        # a mapping (ChainMap, a user Mapping): its keys (as `Mapping.keys()` iterates), then [key]
+        from .iterators import iterator_of
+
+        keys = iterator_of(tx, vt).unpack(tx)
+        return {key.key_impl(tx): vt.getitem_impl(tx, key) for key in keys}
     pairs = {}
     for pair in vt.unpack(tx):
         k, v = pair.unpack(tx)
@@ -642,7 +650,21 @@ class SetVariable(VariableTracker):
             return self._mutate(tx, name, args)
         if name == "__iter__" and not args:
             return self.iterate(tx)
+        if name in _SET_QUERIES and not kwargs:
+            return self._query(tx, name, args)
         return fold_call(tx, getattr(set(self.items), name), args, kwargs, f"set.{name}")
+
+    def _query(self, tx, name, args) -> VariableTracker:
+        """The set methods that make a new set or a bool, over any iterables of hashable members."""
+        others = [_members(tx, other) for other in args]
+        result = getattr(set(self.items), name)(*[set(other) for other in others])
+        if not isinstance(result, set):
+            return ConstantVariable(result)
+        trackers = dict(self.items)
+        for other in others:
+            for key, vt in other.items():
+                trackers.setdefault(key, vt)
+        return SetVariable([trackers[key] for key in result], tx=tx)
 
     def _mutate(self, tx, name, args) -> VariableTracker:
         """The set methods that change it; each begins with the one mutation hook call."""

@@ -28,7 +28,7 @@ import functools
 import types
 from dataclasses import dataclass
 
-from . import counter, deque, mappings, polyfills  # noqa: F401  (handlers of the collections types)
+from . import counter, deque, mappings, namedtuples, polyfills  # noqa: F401  (collections handlers)
 from .builtins import HANDLERS, BuiltinVariable
 from .polyfills import POLYFILLS, PolyfillVariable
 from .torch_functions import GRAPH_OPS, SPECIAL, TorchFunctionVariable, TorchSpecialVariable
