@@ -220,6 +220,9 @@ def assert_same(expected, actual, where="value", rtol=None, atol=None, _seen=Non
         for i, (e, a) in enumerate(zip(expected, actual)):
             assert_same(e, a, f"{where}[{i}]", rtol, atol, _seen)
         return
+    if isinstance(expected, collections.ChainMap):
+        assert_same(expected.maps, actual.maps, f"{where}.maps", rtol, atol, _seen)
+        return
     if isinstance(expected, collections.deque):
         assert actual.maxlen == expected.maxlen, f"{where}: maxlen {actual.maxlen} != eager {expected.maxlen}"
         assert_same(list(expected), list(actual), f"{where}.<items>", rtol, atol, _seen)

@@ -301,3 +301,263 @@ def test_inside_an_inlined_helper(name):
         return fn(x * 2)
 
     _one(outer, T(2))
+
+
+# ---- values from outside: read, mutated (replayed on the real object), guarded ----------
+
+def test_deque_argument_mutated_and_replayed():
+    def f(d, x):
+        d.append(x)
+        d.appendleft(d.pop() * 2)
+        d.rotate(1)
+        return d[0] + 1, len(d)
+
+    check(f, deque([1, 2, 3], maxlen=4), T(2), graphs=1, fullgraph=True)
+    check(f, deque([T(2), 5]), T(2), graphs=1, fullgraph=True)
+
+
+def test_deque_argument_maxlen_eviction_replayed():
+    def f(d, x):
+        d.extend([x, x + 1, x + 2])
+        return d.maxlen
+
+    check(f, deque([1, 2], maxlen=3), T(2), graphs=1, fullgraph=True)
+
+
+def test_deque_argument_keeps_identity_when_returned():
+    def f(d, x):
+        d.popleft()
+        return d, x * 2
+
+    check(f, deque([1, 2, 3]), T(2), graphs=1, fullgraph=True)
+
+
+def test_deque_guarded_by_length_and_maxlen():
+    def f(d, x):
+        return x * len(d) + (d.maxlen or 0)
+
+    compiled = bytegraph.compile(f, backend="eager")
+    x = torch.ones(2)
+    for d in (deque([1, 2]), deque([1, 2], maxlen=5), deque([1, 2, 3]), deque([1, 2], maxlen=5)):
+        torch.testing.assert_close(compiled(d, x), f(d, x))
+
+
+GLOBAL_DQ = deque([1, 2])
+GLOBAL_CTR = Counter("ab")
+GLOBAL_OD = OrderedDict(a=1, b=2)
+
+
+def _reset_globals():
+    global GLOBAL_DQ, GLOBAL_CTR, GLOBAL_OD
+    GLOBAL_DQ = deque([1, 2])
+    GLOBAL_CTR = Counter("ab")
+    GLOBAL_OD = OrderedDict(a=1, b=2)
+
+
+def _globals_state():
+    return list(GLOBAL_DQ), GLOBAL_DQ.maxlen, dict(GLOBAL_CTR), list(GLOBAL_OD.items())
+
+
+def test_globals_mutated_in_place():
+    def f(x):
+        GLOBAL_DQ.append(3)
+        GLOBAL_DQ.popleft()
+        GLOBAL_CTR.update("bbc")
+        GLOBAL_CTR["a"] -= 1
+        GLOBAL_OD.move_to_end("a")
+        GLOBAL_OD["c"] = 3
+        return x * GLOBAL_CTR["b"] + len(GLOBAL_DQ)
+
+    check(f, T(2), graphs=1, fullgraph=True, setup=_reset_globals, state=_globals_state)
+
+
+def test_counter_argument_updated_and_replayed():
+    def f(c, x):
+        c.update(["w", "w", "q"])
+        c.subtract({"q": 2})
+        del c["zz"]
+        return x * c["w"], c.most_common(1)
+
+    check(f, Counter(w=1, v=3), T(2), graphs=1, fullgraph=True)
+
+
+def test_counter_argument_inplace_operator_keeps_identity():
+    def f(c, x):
+        alias = c
+        c += Counter(a=1, b=-5)
+        return alias is c, x + c["a"]
+
+    check(f, Counter(a=1, b=2), T(2), graphs=1, fullgraph=True)
+
+
+def test_ordered_dict_argument_reordered_and_replayed():
+    def f(o, x):
+        o.move_to_end("a")
+        o.popitem(last=False)
+        o["z"] = x * 2
+        return list(o), o == OrderedDict([("c", 3), ("a", 1), ("z", o["z"])])
+
+    check(f, OrderedDict(a=1, b=2, c=3), T(2), graphs=1, fullgraph=True)
+
+
+def test_ordered_dict_equality_is_order_sensitive_with_tensors():
+    def f(x):
+        a = OrderedDict([("p", x), ("q", 1)])
+        b = OrderedDict([("q", 1), ("p", x)])
+        return a == b, dict(a) == dict(b), a == dict(b), a != b
+
+    _one(f, T(2))
+
+
+def test_chain_map_argument_writes_go_to_the_first_map():
+    def f(c, x):
+        c["new"] = x
+        c["a"] = c["a"] + 1
+        return c["b"] * 2, len(c)
+
+    check(f, ChainMap({"a": 1}, {"a": 5, "b": T(2)}), T(2), graphs=1, fullgraph=True)
+
+
+def test_namedtuple_from_outside():
+    def f(p, n, x):
+        q = p._replace(a=x)
+        return q, p.b + x, n._asdict(), type(p)._make([1, x]), n.a * 2
+
+    check(f, P(T(2), 3), NT(T(2)), T(2), graphs=1, fullgraph=True)
+
+
+def test_returned_new_values_have_eager_types():
+    def f(x):
+        return (deque([x, 1], maxlen=3), Counter(a=2), OrderedDict(b=x), ChainMap({"a": x}).maps,
+                P(x), NT(x, 1), dict.fromkeys("ab"), x * 1)
+
+    check(f, T(2), graphs=1, fullgraph=True)
+
+
+# ---- across a graph break: alive and mutated on both sides ----------------------------
+
+def test_deque_alive_across_a_break():
+    def f(x):
+        d = deque([x], maxlen=3)
+        d.append(x + 1)
+        print("break")
+        d.appendleft(x * 3)
+        d.append(x * 4)
+        return list(d), d.maxlen
+
+    check(f, T(2), graphs=2)
+
+
+def test_argument_deque_mutated_on_both_sides_of_a_break():
+    def f(d, x):
+        d.append(x + 1)
+        print("break", len(d))
+        d.popleft()
+        d.append(x * 2)
+        return len(d)
+
+    check(f, deque([1, 2, 3], maxlen=3), T(2), graphs=2)
+
+
+def test_counter_alive_across_a_break():
+    def f(x):
+        c = Counter("aab")
+        c["z"] += 1
+        y = x * c["a"]
+        print("break", c["a"])
+        c.update("zz")
+        return y * c["z"], c, c.most_common(1)
+
+    check(f, T(2), graphs=2)
+
+
+def test_ordered_dict_and_chain_map_across_a_break():
+    def f(x):
+        o = OrderedDict(a=x + 1, b=2)
+        m = {"k": 1}
+        c = ChainMap(m, {"j": x})
+        print("break")
+        o.move_to_end("a")
+        c["q"] = 5
+        return list(o.items()), m, c["j"] * 2
+
+    check(f, T(2), graphs=2)
+
+
+def test_break_inside_helper_with_deque():
+    def helper(d, x):
+        d.append(x)
+        print("inside", len(d))
+        d.rotate(1)
+        return d[0]
+
+    def f(x):
+        d = deque([1, 2])
+        return helper(d, x) + 1, list(d)
+
+    check(f, T(2))
+
+
+# ---- errors as eager ----------------------------------------------------------------
+
+ERRORS = {
+    "deque_pop_empty": lambda x: deque().pop(),
+    "deque_popleft_empty": lambda x: deque([], maxlen=2).popleft(),
+    "deque_index_range": lambda x: deque([x])[3],
+    "deque_slice": lambda x: deque([x])[0:1],
+    "deque_full_insert": lambda x: deque([x], maxlen=1).insert(0, 1),
+    "deque_remove_missing": lambda x: deque([1, 2]).remove(5),
+    "deque_negative_maxlen": lambda x: deque([x], maxlen=-1),
+    "deque_index_missing": lambda x: deque([1]).index(4),
+    "list_remove_missing": lambda x: [1, 2].remove(3),
+    "list_index_missing": lambda x: [1, 2].index(3),
+    "list_index_window": lambda x: [1, 2, 1].index(2, 2),
+    "set_pop_empty": lambda x: set().pop(),
+    "set_ior_list": lambda x: _ior({1}, [2]),
+    "od_move_missing": lambda x: OrderedDict(a=x).move_to_end("q"),
+    "od_popitem_empty": lambda x: OrderedDict().popitem(),
+    "counter_fromkeys": lambda x: Counter.fromkeys("ab"),
+    "chain_map_missing": lambda x: ChainMap({"a": x})["b"],
+    "chain_map_del_missing": lambda x: ChainMap({}, {"a": x}).__delitem__("a"),
+    "nt_make_length": lambda x: P._make([x]),
+    "nt_replace_bad": lambda x: P(x)._replace(c=1),
+}
+
+
+def _ior(s, other):
+    s |= other
+    return s
+
+
+@pytest.mark.parametrize("name", sorted(ERRORS))
+def test_errors_as_eager(name):
+    fn = ERRORS[name]
+    with pytest.raises(Exception):
+        fn(torch.ones(1))
+    check(fn, T(2))
+
+
+def test_error_caught_in_the_trace():
+    def f(x):
+        d = deque()
+        try:
+            d.pop()
+        except IndexError as e:
+            msg = str(e)
+        try:
+            [1].remove(2)
+        except ValueError:
+            msg += "!"
+        return x * 2, msg
+
+    _one(f, T(2))
+
+
+def test_namedtuple_class_made_in_the_trace_breaks_with_its_reason():
+    def f(x):
+        Q = namedtuple("Q", "u v")
+        return Q(x, 1).u * 2
+
+    out = bytegraph.explain(f, torch.ones(2))
+    assert any("collections.namedtuple() makes a new class each call" in str(r) for r in out.break_reasons)
+    torch.testing.assert_close(out.result, f(torch.ones(2)))
