@@ -284,6 +284,45 @@ def _list_sort_key_len(x):
     return lst
 
 
+def _types(x):
+    d, c, o = deque([x]), Counter("a"), OrderedDict(a=x)
+    return (isinstance(d, deque), type(c) is Counter, isinstance(c, dict), type(o) is OrderedDict,
+            isinstance(o, dict), isinstance(ChainMap(), collections.abc.MutableMapping), type(P(x)) is P,
+            isinstance(NT(x), tuple), x)
+
+
+def _od_or(x):
+    o = OrderedDict(a=x)
+    m = o | {"b": 1}
+    n = {"c": 2} | o
+    o |= {"d": 3}
+    return m, n, o, type(m) is OrderedDict, type(n) is OrderedDict
+
+
+def _ctr_compare(x):
+    a, b = Counter("ab"), Counter("abb")
+    return a <= b, b <= a, a < b, a == Counter(b=1, a=1), a != b, Counter(a=0) == Counter(), x
+
+
+def _ctr_keys_order(x):
+    c = Counter("cabbac")
+    return list(c), list(c.values()), sorted(c), c.most_common(), dict(c.items()), x
+
+
+def _dq_loop_rotate(x):
+    window = deque(maxlen=2)
+    outs = []
+    for i in range(4):
+        window.append(x * i)
+        outs.append(sum(window))
+    return outs, len(window)
+
+
+def _set_frozen_keys(x):
+    d = {frozenset({1, 2}): x, frozenset(): 1}
+    return d[frozenset([2, 1])] * 2, frozenset({1}) in {frozenset({1})}, {1, 2} == frozenset({2, 1})
+
+
 CASES = {name[1:]: fn for name, fn in list(globals().items())
          if name.startswith("_") and callable(fn) and name not in ("_one",) and not name.startswith("__")}
 
@@ -509,6 +548,8 @@ ERRORS = {
     "deque_remove_missing": lambda x: deque([1, 2]).remove(5),
     "deque_negative_maxlen": lambda x: deque([x], maxlen=-1),
     "deque_index_missing": lambda x: deque([1]).index(4),
+    "deque_mutated_while_iterating": lambda x: _mutate_while_iterating(deque([x, x])),
+    "deque_mutated_after_last": lambda x: [d := deque([x]), [d.clear() for v in d]],
     "list_remove_missing": lambda x: [1, 2].remove(3),
     "list_index_missing": lambda x: [1, 2].index(3),
     "list_index_window": lambda x: [1, 2, 1].index(2, 2),
@@ -522,6 +563,11 @@ ERRORS = {
     "nt_make_length": lambda x: P._make([x]),
     "nt_replace_bad": lambda x: P(x)._replace(c=1),
 }
+
+
+def _mutate_while_iterating(d):
+    for v in d:
+        d.append(v)
 
 
 def _ior(s, other):
@@ -561,3 +607,36 @@ def test_namedtuple_class_made_in_the_trace_breaks_with_its_reason():
     out = bytegraph.explain(f, torch.ones(2))
     assert any("collections.namedtuple() makes a new class each call" in str(r) for r in out.break_reasons)
     torch.testing.assert_close(out.result, f(torch.ones(2)))
+
+
+def test_loop_over_a_deque_with_a_break_inside():
+    def f(x):
+        d = deque([x, x + 1, x + 2], maxlen=5)
+        total = x * 0
+        for v in d:
+            print("item")
+            total = total + v
+        d.append(total)
+        return total, d
+
+    check(f, T(2), graphs=4)  # one graph per stretch between the prints
+
+
+def test_loop_over_counter_items_with_a_break_inside():
+    def f(x):
+        c = Counter("abcab")
+        out = x * 0
+        for key, n in c.items():
+            print(key)
+            out = out + x * n
+        return out, c
+
+    check(f, T(2), graphs=4)
+
+
+def test_printing_collections_values():
+    def f(x):
+        print(deque([1, 2], maxlen=3), Counter("aab"), OrderedDict(a=1), P(1, 2), NT(3))
+        return x + 1
+
+    check(f, T(2))

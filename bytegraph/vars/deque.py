@@ -5,7 +5,7 @@ Python list, left end first); every method runs at trace time on that list, evic
 from the other end when the deque is full, as CPython does. A deque from outside is
 guarded by type, length and `maxlen`, and its writes are replayed on the real object
 (`clear()` then `extend(...)`, keeping its identity and `maxlen`). Iteration walks a
-snapshot of the items.
+snapshot of the items and, as CPython, fails once the deque is mutated.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ..guards.guard import GuardKind
 from ..guards.sources import AttrSource, ItemSource
 from .builtins import _items_equal, handles
 from .constant import ConstantVariable
-from .containers import BaseListVariable, _index_or_count
+from .containers import BaseListVariable, TupleVariable, _index_or_count
 from .iterators import SequenceIteratorVariable, iterator_of
 from .registry import guard, register
 
@@ -31,14 +31,16 @@ def _replace_deque(d, items):
 
 
 class DequeVariable(BaseListVariable):
-    """A `collections.deque` (`items` left to right, `maxlen` None or an int)."""
+    """A `collections.deque` (`items` left to right, `maxlen` None or an int); `state`
+    counts its mutations, as CPython's does, for the iterators over it."""
 
-    __slots__ = ("maxlen",)
+    __slots__ = ("maxlen", "state")
     inplace_methods = frozenset({"__iadd__", "__imul__"})
 
     def __init__(self, items, maxlen=None, source=None):
         super().__init__(items, source)
         self.maxlen = maxlen
+        self.state = 0
         if maxlen is not None and len(self.items) > maxlen:
             del self.items[:len(self.items) - maxlen]
 
@@ -52,10 +54,10 @@ class DequeVariable(BaseListVariable):
         return DequeVariable(items, self.maxlen)
 
     def iterate(self, tx):
-        return SequenceIteratorVariable.over_items(list(self.items))
+        return DequeIteratorVariable(self, reverse=False)
 
     def reverse_iterate(self, tx):
-        return SequenceIteratorVariable.over_items(self.items[::-1])
+        return DequeIteratorVariable(self, reverse=True)
 
     def as_fx_arg(self, tx):
         return [i.as_fx_arg(tx) for i in self.items]
@@ -100,6 +102,7 @@ class DequeVariable(BaseListVariable):
             tx.unsupported(f"deque.{name}() with keyword arguments", category="unsupported call")
         if name in _MUTATORS:
             tx.output.side_effects.mutate(self)
+            self.state += 1
             return self._mutate(tx, name, args)
         if name == "copy" and not args:
             return DequeVariable(self.items, self.maxlen)
@@ -169,6 +172,31 @@ class DequeVariable(BaseListVariable):
 
     def describe(self) -> str:
         return "a deque"
+
+
+class DequeIteratorVariable(SequenceIteratorVariable):
+    """`iter(d)` / `reversed(d)` of a deque: walks a snapshot of its items, and raises
+    CPython's RuntimeError when the deque was mutated since the iterator was made. Rebuilt
+    at a graph break as an iterator over the (tuple) snapshot."""
+
+    __slots__ = ("deque_vt", "deque_state", "reverse_deque")
+
+    def __init__(self, deque_vt: DequeVariable, reverse: bool):
+        super().__init__(TupleVariable(deque_vt.items[::-1] if reverse else list(deque_vt.items)))
+        self.deque_vt = deque_vt
+        self.deque_state = deque_vt.state
+        self.reverse_deque = reverse
+
+    def python_type(self) -> type:
+        return _DEQUE_ITERATOR_TYPES[self.reverse_deque]
+
+    def next_item(self, tx):
+        if self.deque_vt.state != self.deque_state:
+            tx.raise_user_error(RuntimeError("deque mutated during iteration"))
+        return super().next_item(tx)
+
+
+_DEQUE_ITERATOR_TYPES = {False: type(iter(collections.deque())), True: type(reversed(collections.deque()))}
 
 
 @handles(collections.deque)
