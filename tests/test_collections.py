@@ -640,3 +640,21 @@ def test_printing_collections_values():
         return x + 1
 
     check(f, T(2))
+
+
+def test_counter_equality_with_tensor_counts_breaks_with_its_reason():
+    def f(x):
+        return Counter(a=x) == Counter(a=x + 1)
+
+    out = bytegraph.explain(f, torch.ones(1))
+    assert any("comparing a Counter with a Counter" in str(r) for r in out.break_reasons)
+    assert out.result == f(torch.ones(1))
+
+
+def test_chain_map_views_break_with_their_reason():
+    def f(x):
+        return [k for k in ChainMap({"a": x}).keys()], x + 1
+
+    out = bytegraph.explain(f, torch.ones(1))
+    assert any("KeysView" in str(r) for r in out.break_reasons)
+    check(f, T(2))

@@ -160,7 +160,10 @@ def _equality(tx, fn, a, b):
         same = len(a.items) == len(b.items) and _sequence_family(a.python_type()) is _sequence_family(
             b.python_type()) and _items_equal(tx, a.items, b.items)
         return ConstantVariable(same is (fn is operator.eq))
-    if isinstance(a, DictVariable) and isinstance(b, DictVariable) and a.plain_equality and b.plain_equality:
+    if isinstance(a, DictVariable) and isinstance(b, DictVariable):
+        if not (a.plain_equality and b.plain_equality):
+            tx.unsupported(f"comparing {a.describe()} with {b.describe()} holding values that are not constants",
+                           category="unsupported operator")
         same = a.items.keys() == b.items.keys() and _items_equal(tx, a.items.values(), [
             b.items[k] for k in a.items])
         if a.order_sensitive and b.order_sensitive:

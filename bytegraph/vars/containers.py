@@ -129,6 +129,14 @@ class BaseListVariable(VariableTracker):
             return _index_or_count(tx, self, name, args[0], *[a.as_python_constant() for a in args[1:]])
         if name == "__len__":
             return ConstantVariable(len(self.items))
+        if name == "__contains__" and len(args) == 1:
+            return self.contains_impl(tx, args[0])
+        if name == "__getitem__" and len(args) == 1:
+            return self.getitem_impl(tx, args[0])
+        if name == "__iter__" and not args:
+            return self.iterate(tx)
+        if name == "__reversed__" and not args and issubclass(self.python_type(), list):
+            return self.reverse_iterate(tx)
         tx.unsupported(f"method {name}() of {self.describe()}", category="unsupported call")
 
     def new_like(self, items) -> "BaseListVariable":

@@ -104,8 +104,6 @@ class DequeVariable(BaseListVariable):
             tx.output.side_effects.mutate(self)
             self.state += 1
             return self._mutate(tx, name, args)
-        if name == "copy" and not args:
-            return DequeVariable(self.items, self.maxlen)
         if name == "index" and 1 <= len(args) <= 3 or name == "count" and len(args) == 1:
             return _index_or_count(tx, self, name, args[0], *[a.as_python_constant() for a in args[1:]])
         if name == "__len__" and not args:
@@ -114,6 +112,10 @@ class DequeVariable(BaseListVariable):
             return self.getitem_impl(tx, args[0])
         if name == "__contains__" and len(args) == 1:
             return self.contains_impl(tx, args[0])
+        if name in ("__iter__", "__reversed__") and not args:
+            return self.iterate(tx) if name == "__iter__" else self.reverse_iterate(tx)
+        if name in ("copy", "__copy__") and not args:
+            return DequeVariable(self.items, self.maxlen)
         tx.unsupported(f"method {name}() of a deque", category="unsupported call")
 
     def _mutate(self, tx, name, args):
