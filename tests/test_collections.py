@@ -658,3 +658,31 @@ def test_chain_map_views_break_with_their_reason():
     out = bytegraph.explain(f, torch.ones(1))
     assert any("KeysView" in str(r) for r in out.break_reasons)
     check(f, T(2))
+
+
+class _History(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(2, 2)
+        self.seen = deque(maxlen=2)
+        self.counts = Counter()
+
+    def forward(self, x):
+        y = self.lin(x)
+        self.seen.append(y.detach())
+        self.counts["calls"] += 1
+        return y + sum(self.seen)
+
+
+def test_module_attribute_deque_and_counter_mutated_every_call():
+    torch.manual_seed(0)
+    model = _History()
+    eager_model = _History()
+    eager_model.load_state_dict(model.state_dict())
+    compiled = bytegraph.compile(model, backend="eager")
+    for _ in range(3):
+        x = torch.randn(1, 2)
+        torch.testing.assert_close(compiled(x), eager_model(x))
+    assert len(model.seen) == 2 and model.counts == Counter(calls=3) == eager_model.counts
+    for a, b in zip(model.seen, eager_model.seen):
+        torch.testing.assert_close(a, b)

@@ -126,7 +126,7 @@ class BaseListVariable(VariableTracker):
 
     def call_method(self, tx, name, args, kwargs):
         if (name == "count" and len(args) == 1 or name == "index" and 1 <= len(args) <= 3) and not kwargs:
-            return _index_or_count(tx, self, name, args[0], *[a.as_python_constant() for a in args[1:]])
+            return _index_or_count(tx, self, name, args[0], *_bounds(tx, args[1:]))
         if name == "__len__":
             return ConstantVariable(len(self.items))
         if name == "__contains__" and len(args) == 1:
@@ -322,6 +322,13 @@ def _sort_keys(tx, items, kwargs) -> list:
     if not all(k.is_python_constant() for k in keyed):
         tx.unsupported("sorting values that are not Python constants", category="unsupported call")
     return [k.as_python_constant() for k in keyed]
+
+
+def _bounds(tx, args) -> list:
+    """The constant `start`/`stop` arguments of `index()`."""
+    if not all(a.is_python_constant() for a in args):
+        tx.unsupported("index() with bounds that are not Python constants", category="data-dependent")
+    return [a.as_python_constant() for a in args]
 
 
 def _index_or_count(tx, seq, name: str, target, start=0, stop=None) -> VariableTracker:

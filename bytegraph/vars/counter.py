@@ -12,6 +12,7 @@ stores the counts as they are).
 from __future__ import annotations
 
 import collections
+import itertools
 import types
 
 from .builtins import handles
@@ -50,7 +51,7 @@ class CounterVariable(DictVariable):
                 tx.raise_user_error(TypeError(f"{name}() takes from 1 to 2 positional arguments but "
                                               f"{len(args) + 1} were given"))
             result = tx.inline_call(PolyfillBodyVariable(body), [self, *args], kwargs)
-            return PolyfilledIteratorVariable(result, type(iter(()))) if name == "elements" else result
+            return PolyfilledIteratorVariable(result, itertools.chain) if name == "elements" else result
         if name == "__delitem__":  # no KeyError for a missing element
             if args[0].key_impl(tx) not in self.items:
                 return ConstantVariable(None)

@@ -16,7 +16,7 @@ from ..guards.guard import GuardKind
 from ..guards.sources import AttrSource, ItemSource
 from .builtins import _items_equal, handles
 from .constant import ConstantVariable
-from .containers import BaseListVariable, TupleVariable, _index_or_count
+from .containers import BaseListVariable, TupleVariable, _bounds, _index_or_count
 from .iterators import SequenceIteratorVariable, iterator_of
 from .registry import guard, register
 
@@ -105,7 +105,7 @@ class DequeVariable(BaseListVariable):
             self.state += 1
             return self._mutate(tx, name, args)
         if name == "index" and 1 <= len(args) <= 3 or name == "count" and len(args) == 1:
-            return _index_or_count(tx, self, name, args[0], *[a.as_python_constant() for a in args[1:]])
+            return _index_or_count(tx, self, name, args[0], *_bounds(tx, args[1:]))
         if name == "__len__" and not args:
             return ConstantVariable(len(self.items))
         if name == "__getitem__" and len(args) == 1:

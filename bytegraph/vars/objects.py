@@ -19,6 +19,7 @@ trace-rules table (`OpaqueCallableVariable`) and, as the fallback, any other obj
 """
 from __future__ import annotations
 
+import abc
 import enum
 import types
 
@@ -442,13 +443,13 @@ def _instance_dict(obj):
 
 def _not_plain_reason(cls: type) -> str | None:
     """None for a Python class whose instances are made by `object.__new__` and hold their
-    state in a plain instance `__dict__` (no slots, no metaclass `__call__` such as
-    `abc.ABCMeta`'s, not abstract; `__init__`, `__setattr__`
+    state in a plain instance `__dict__` (no slots, no metaclass but `abc.ABCMeta`, not
+    abstract; `__init__`, `__setattr__`
     and `__delattr__`, if any, written in Python); else why not, in words."""
     if cls.__module__ == "builtins":
         return "a builtin class without a known constructor"
-    if type(cls) is not type and type(cls).__call__ is not type.__call__:
-        return f"its metaclass {type(cls).__qualname__} customises creation"
+    if type(cls) is not type and type(cls) is not abc.ABCMeta:  # ABCMeta only checks abstractness
+        return f"its metaclass {type(cls).__qualname__} may customise creation"
     if getattr(cls, "__abstractmethods__", None):
         return "it is an abstract class"
     if cls.__new__ is not object.__new__:
