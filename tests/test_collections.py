@@ -155,6 +155,14 @@ def _ctr_inplace(x):
     return a, x
 
 
+def _ctr_with_dicts(x):
+    a = Counter(a=1, b=3)
+    a |= {"a": 2, "c": -1}
+    b = Counter(a=1)
+    b += {"z": 2}
+    return a, b, Counter(a=1) | {"b": 2}, {"b": 2} | Counter(a=1), Counter(a=x) | {"b": x}, x
+
+
 def _ctr_tensors(x):
     c = Counter()
     for k in ["w", "b", "w"]:
@@ -558,6 +566,8 @@ ERRORS = {
     "od_move_missing": lambda x: OrderedDict(a=x).move_to_end("q"),
     "od_popitem_empty": lambda x: OrderedDict().popitem(),
     "counter_fromkeys": lambda x: Counter.fromkeys("ab"),
+    "counter_and_dict": lambda x: Counter(a=1) & {"a": x},
+    "counter_plus_int": lambda x: Counter(a=1) + 1,
     "chain_map_missing": lambda x: ChainMap({"a": x})["b"],
     "chain_map_del_missing": lambda x: ChainMap({}, {"a": x}).__delitem__("a"),
     "nt_make_length": lambda x: P._make([x]),

@@ -513,13 +513,9 @@ class DictVariable(VariableTracker):
             for other in args:
                 new.update(_as_mapping(tx, other))
             new.update(kwargs)
-            if name == "__ior__":
-                _mutating_keys(tx, self, name, not new.keys() <= items.keys())
-                items.update(new)
-                return self
             _mutating_keys(tx, self, name, not new.keys() <= items.keys())
             items.update(new)
-            return ConstantVariable(None)
+            return self if name == "__ior__" else ConstantVariable(None)
         if name == "clear":
             _mutating_keys(tx, self, name, bool(items))
             items.clear()

@@ -32,6 +32,7 @@ class CounterVariable(DictVariable):
 
     __slots__ = ()
     python_dunders = _OPERATORS
+    inplace_methods = frozenset()  # `c |= d` is Counter.__ior__ (python_dunders), not dict's
     plain_equality = False
 
     def __init__(self, items: dict, source=None):

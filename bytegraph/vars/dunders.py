@@ -71,13 +71,19 @@ def _not_implemented(vt) -> bool:
 
 
 def handles_operator(fn, args) -> bool:
-    """Whether `fn(*args)` is for this module: an operand is a user instance, or a value
-    whose kind answers this operator through its class's Python dunder (`python_dunders`)."""
+    """Whether `fn(*args)` is for this module: an operand is a user instance, or the first
+    operand's kind answers this operator through its class's Python dunder (`python_dunders`:
+    in place or unary always, binary when both operands are of such kinds; a Counter with a
+    plain dict is left to the dict's operator)."""
     if not (fn in _BINARY_NAMES or fn in _COMPARE_NAMES or fn in _UNARY_NAMES or fn in _INPLACE_NAMES):
         return False
     for a in args:
-        if is_user_instance(a) or (a.python_dunders and _dunder_name(fn) in a.python_dunders):
+        if is_user_instance(a):
             return True
+    dunders = args[0].python_dunders
+    if dunders:
+        name = _dunder_name(fn)
+        return name in dunders and (fn in _INPLACE_NAMES or all(name in b.python_dunders for b in args[1:]))
     return False
 
 
