@@ -352,6 +352,8 @@ def _index_or_count(tx, seq, name: str, target, start=0, stop=None) -> VariableT
             return ConstantVariable(matches[0])
     if name == "count":
         return ConstantVariable(len(matches))
+    if issubclass(seq.python_type(), tuple):
+        tx.raise_user_error(ValueError("tuple.index(x): x not in tuple"))
     what = repr(target.as_python_constant()) if target.is_python_constant() else target.describe()
     tx.raise_user_error(ValueError(f"{what} is not in {seq.python_type().__name__}"))
 

@@ -10,7 +10,6 @@ snapshot of the items and, as CPython, fails once the deque is mutated.
 from __future__ import annotations
 
 import collections
-import operator
 
 from ..guards.guard import GuardKind
 from ..guards.sources import AttrSource, ItemSource
@@ -139,9 +138,7 @@ class DequeVariable(BaseListVariable):
                 tx.raise_user_error(IndexError("pop from an empty deque"))
             return items.pop() if name == "pop" else items.pop(0)
         if name == "rotate":
-            steps = args[0].as_python_constant() if args else 1
-            if not isinstance(steps, int):
-                tx.raise_user_error(TypeError(f"'{type(steps).__name__}' object cannot be interpreted as an integer"))
+            steps = _int_argument(tx, args[0]) if args else 1
             if items:
                 steps %= len(items)
                 items[:] = items[len(items) - steps:] + items[:len(items) - steps]
@@ -149,7 +146,7 @@ class DequeVariable(BaseListVariable):
         if name == "insert":
             if len(items) == maxlen:
                 tx.raise_user_error(IndexError("deque already at its maximum size"))
-            items.insert(operator.index(args[0].as_python_constant()), args[1])
+            items.insert(_int_argument(tx, args[0]), args[1])
         elif name == "remove":
             for i, item in enumerate(items):
                 if _items_equal(tx, [item], [args[0]]):
@@ -174,6 +171,16 @@ class DequeVariable(BaseListVariable):
 
     def describe(self) -> str:
         return "a deque"
+
+
+def _int_argument(tx, vt) -> int:
+    """An int argument (`rotate(n)`, `insert(i, x)`), with CPython's TypeError for others."""
+    if not vt.is_python_constant():
+        tx.unsupported(f"a deque method with argument {vt.describe()}", category="data-dependent")
+    value = vt.as_python_constant()
+    if not isinstance(value, int):
+        tx.raise_user_error(TypeError(f"'{type(value).__name__}' object cannot be interpreted as an integer"))
+    return value
 
 
 class DequeIteratorVariable(SequenceIteratorVariable):
