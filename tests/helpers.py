@@ -22,6 +22,7 @@ before every run) and ``state=`` (a snapshot compared after every run).
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import copy
 import functools
@@ -218,6 +219,13 @@ def assert_same(expected, actual, where="value", rtol=None, atol=None, _seen=Non
         assert len(actual) == len(expected), f"{where}: length {len(actual)} != eager {len(expected)}: {actual!r} vs {expected!r}"
         for i, (e, a) in enumerate(zip(expected, actual)):
             assert_same(e, a, f"{where}[{i}]", rtol, atol, _seen)
+        return
+    if isinstance(expected, collections.ChainMap):
+        assert_same(expected.maps, actual.maps, f"{where}.maps", rtol, atol, _seen)
+        return
+    if isinstance(expected, collections.deque):
+        assert actual.maxlen == expected.maxlen, f"{where}: maxlen {actual.maxlen} != eager {expected.maxlen}"
+        assert_same(list(expected), list(actual), f"{where}.<items>", rtol, atol, _seen)
         return
     if isinstance(expected, dict):
         assert list(actual.keys()) == list(expected.keys()), f"{where}: keys {list(actual)} != eager {list(expected)}"

@@ -77,6 +77,12 @@ class VariableTracker:
     rebuilt_as_new_object = False
     #: when the side-effect replay writes a mutated one (Note [Replay records])
     replay_phase = REPLAY_CONTAINER
+    #: the in-place operator methods (`__ior__`, ...) its `call_method` implements, so that
+    #: `a |= b` changes `a` in place instead of rebinding it to `a | b`
+    inplace_methods = frozenset()
+    #: the operator dunders (`__add__`, ...) answered by the Python methods of its class
+    #: (vars/dunders.py), as for instances of user classes
+    python_dunders = frozenset()
 
     def __init__(self, source=None):
         self.source = source

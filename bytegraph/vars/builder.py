@@ -29,6 +29,8 @@ from .base import VariableTracker
 from .classes import ClassVariable
 from .constant import ConstantVariable, is_constant_value
 from .containers import DictVariable, ListVariable, NamedTupleVariable, SetVariable, SizeVariable, TupleVariable
+from .counter import CounterVariable
+from .deque import DequeVariable
 from .dict_views import DictViewVariable
 from .iterators import HashedIteratorVariable, SequenceIteratorVariable, constant_sequence
 from .objects import UserObjectVariable, build_user_object, same_callable_guard
@@ -61,7 +63,7 @@ def wrap(tx, value, source=None, guard: bool = True) -> VariableTracker:
 
 
 _IDENTITY_TRACKED = (ListVariable, DictVariable, SetVariable, UserObjectVariable, SequenceIteratorVariable,
-                     HashedIteratorVariable)
+                     HashedIteratorVariable, DequeVariable)
 
 
 def _build(tx, value, source, do_guard: bool) -> VariableTracker:
@@ -130,7 +132,8 @@ def _build_sequence(tx, value, source, do_guard: bool) -> VariableTracker:
 
 
 @register(dict, collections.OrderedDict, exact=True)
-def _build_dict(tx, value, source, do_guard: bool) -> VariableTracker:
+def build_dict(tx, value, source, do_guard: bool) -> VariableTracker:
+    """A dict or OrderedDict from outside (guarded by type and keys); Counter's builder uses it too."""
     if not all(is_constant_value(k) for k in value):
         return keyed_dicts.build_keyed_dict(tx, value, source, do_guard)
     value_type = type(value)
@@ -251,6 +254,12 @@ def wrap_constant(value) -> VariableTracker:
         return DictVariable({k: wrap_constant(v) for k, v in value.items()})
     if type(value) is set:
         return SetVariable([ConstantVariable(v) for v in value])
+    if type(value) is collections.deque:
+        return DequeVariable([wrap_constant(v) for v in value], value.maxlen)
+    if type(value) is collections.OrderedDict:
+        return DictVariable({k: wrap_constant(v) for k, v in value.items()}, dict_type=collections.OrderedDict)
+    if type(value) is collections.Counter:
+        return CounterVariable({k: wrap_constant(v) for k, v in value.items()})
     if is_constant_value(value) or isinstance(value, (enum.Enum, types.GenericAlias)):  # `list[Tensor]`
         return ConstantVariable(value)
     if isinstance(value, type):

@@ -117,7 +117,14 @@ def _inplace_operator(tx, fn, args, kwargs):
         return tx.output.call_op("call_function", fn, args, kwargs)
     if isinstance(a, ListVariable) and fn is operator.iadd:
         return a.call_method(tx, "__iadd__", [b.unpack(tx)], {})
+    method = _INPLACE_METHODS.get(fn)
+    if method is not None and method in a.inplace_methods:
+        return a.call_method(tx, method, [b], {})
     return _operator(tx, INPLACE_TO_BINARY[fn], args, kwargs)
+
+
+_INPLACE_METHODS = {operator.imul: "__imul__", operator.ior: "__ior__", operator.iand: "__iand__",
+                    operator.isub: "__isub__", operator.ixor: "__ixor__", operator.iadd: "__iadd__"}
 
 
 def _sequence_operator(tx, fn, args):
@@ -128,27 +135,44 @@ def _sequence_operator(tx, fn, args):
         if fn is operator.add and isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable) \
                 and issubclass(b.python_type(), a.python_type()) or (
                 fn is operator.add and isinstance(a, TupleVariable) and isinstance(b, TupleVariable)):
-            kind = ListVariable if isinstance(a, ListVariable) else TupleVariable
-            return kind(a.items + b.items)
+            return a.new_like(a.items + b.items)
         if fn is operator.mul and isinstance(a, BaseListVariable) and b.is_python_constant():
             return a.new_like(a.items * b.as_python_constant())
         if fn is operator.mul and isinstance(b, BaseListVariable) and a.is_python_constant():
             return b.new_like(b.items * a.as_python_constant())
+        if fn is operator.or_ and isinstance(a, DictVariable) and isinstance(b, DictVariable):
+            return a.merged(b)
         if fn in (operator.eq, operator.ne):
             return _equality(tx, fn, a, b)
     tx.unsupported(f"operator {fn.__name__} on " + ", ".join(a.describe() for a in args),
                    category="unsupported operator")
 
 
+def _sequence_family(kind: type) -> type:
+    """Which sequences compare equal by items: tuples with tuples, lists with lists, deques
+    with deques."""
+    return next((base for base in (tuple, list) if issubclass(kind, base)), kind)
+
+
+def _items_equal(tx, xs, ys) -> bool:
+    """Pairwise `==` as CPython's container comparison does it: identity first."""
+    return all(x is y or _operator(tx, operator.eq, [x, y], {}).truth(tx) for x, y in zip(xs, ys))
+
+
 def _equality(tx, fn, a, b):
     if isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable):
-        if len(a.items) != len(b.items) or not issubclass(a.python_type(), tuple) == issubclass(
-                b.python_type(), tuple):
-            return ConstantVariable(fn is operator.ne)
-        for x, y in zip(a.items, b.items):
-            if not _operator(tx, operator.eq, [x, y], {}).truth(tx):
-                return ConstantVariable(fn is operator.ne)
-        return ConstantVariable(fn is operator.eq)
+        same = len(a.items) == len(b.items) and _sequence_family(a.python_type()) is _sequence_family(
+            b.python_type()) and _items_equal(tx, a.items, b.items)
+        return ConstantVariable(same is (fn is operator.eq))
+    if isinstance(a, DictVariable) and isinstance(b, DictVariable):
+        if not (a.plain_equality and b.plain_equality):
+            tx.unsupported(f"comparing {a.describe()} with {b.describe()} holding values that are not constants",
+                           category="unsupported operator")
+        same = a.items.keys() == b.items.keys() and _items_equal(tx, a.items.values(), [
+            b.items[k] for k in a.items])
+        if a.order_sensitive and b.order_sensitive:
+            same = same and list(a.items) == list(b.items)
+        return ConstantVariable(same is (fn is operator.eq))
     if a is b:
         return ConstantVariable(fn is operator.eq)
     if a.is_python_constant() != b.is_python_constant():

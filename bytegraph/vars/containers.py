@@ -8,6 +8,8 @@ replays its final state on the real object, keeping its identity.
 """
 from __future__ import annotations
 
+import collections
+
 import torch
 
 from ..guards.sources import AttrSource
@@ -16,10 +18,17 @@ from .constant import ConstantVariable
 from .dict_keys import TrackerKey, has_tracker_keys, key_tracker, load_key
 
 _LIST_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort",
-                            "__setitem__", "__delitem__", "__iadd__"})
+                            "__setitem__", "__delitem__", "__iadd__", "__imul__"})
 DICT_MUTATORS = frozenset({"__setitem__", "__delitem__", "pop", "popitem", "update", "setdefault", "clear",
-                           "move_to_end"})
-_SET_MUTATORS = frozenset({"add", "discard", "remove", "pop", "clear", "update"})
+                           "move_to_end", "__ior__"})
+_SET_MUTATORS = frozenset({"add", "discard", "remove", "pop", "clear", "update", "intersection_update",
+                           "difference_update", "symmetric_difference_update", "__ior__", "__iand__", "__isub__",
+                           "__ixor__"})
+_SET_QUERIES = frozenset({"union", "intersection", "difference", "symmetric_difference", "issubset", "issuperset",
+                          "isdisjoint", "copy"})
+# the in-place operators a kind implements as a method of its own (`a |= b` is `a.__ior__(b)`)
+_SET_INPLACE = {"__ior__": "update", "__iand__": "intersection_update", "__isub__": "difference_update",
+                "__ixor__": "symmetric_difference_update"}
 
 
 def _check_mutable(tx, vt, name: str) -> None:
@@ -117,10 +126,18 @@ class BaseListVariable(VariableTracker):
         return super().var_getattr(tx, name)
 
     def call_method(self, tx, name, args, kwargs):
-        if name in ("index", "count") and len(args) == 1 and not kwargs:
-            return _index_or_count(tx, self, name, args[0])
+        if (name == "count" and len(args) == 1 or name == "index" and 1 <= len(args) <= 3) and not kwargs:
+            return _index_or_count(tx, self, name, args[0], *_bounds(tx, args[1:]))
         if name == "__len__":
             return ConstantVariable(len(self.items))
+        if name == "__contains__" and len(args) == 1:
+            return self.contains_impl(tx, args[0])
+        if name == "__getitem__" and len(args) == 1:
+            return self.getitem_impl(tx, args[0])
+        if name == "__iter__" and not args:
+            return self.iterate(tx)
+        if name == "__reversed__" and not args and issubclass(self.python_type(), list):
+            return self.reverse_iterate(tx)
         tx.unsupported(f"method {name}() of {self.describe()}", category="unsupported call")
 
     def new_like(self, items) -> "BaseListVariable":
@@ -230,6 +247,7 @@ class NamedTupleVariable(TupleVariable):
 class ListVariable(BaseListVariable):
     __slots__ = ()
     build_opcode = "BUILD_LIST"
+    inplace_methods = frozenset({"__imul__"})
 
     def python_type(self) -> type:
         return list
@@ -258,6 +276,9 @@ def _mutate_list(tx, lst: ListVariable, name, args, kwargs) -> VariableTracker:
         items.extend(args[0].unpack(tx) if not isinstance(args[0], list) else args[0])
         if name == "__iadd__":
             return lst
+    elif name == "__imul__":
+        items[:] = items * args[0].as_python_constant()
+        return lst
     elif name == "insert":
         items.insert(args[0].as_python_constant(), args[1])
     elif name == "pop":
@@ -272,8 +293,10 @@ def _mutate_list(tx, lst: ListVariable, name, args, kwargs) -> VariableTracker:
                                   and item.as_python_constant() == target.as_python_constant()):
                 del items[i]
                 break
+            if not (item.is_python_constant() and target.is_python_constant()):
+                tx.unsupported("list.remove() of a value the tracer cannot compare", category="unsupported call")
         else:
-            tx.unsupported("list.remove() of a value the tracer cannot compare", category="unsupported call")
+            tx.raise_user_error(ValueError("list.remove(x): x not in list"))
     elif name == "clear":
         items.clear()
     elif name == "reverse":
@@ -302,10 +325,22 @@ def _sort_keys(tx, items, kwargs) -> list:
     return [k.as_python_constant() for k in keyed]
 
 
-def _index_or_count(tx, seq, name: str, target) -> VariableTracker:
-    """`seq.index(target)` / `seq.count(target)`: identity first, then `==` on constants."""
+def _bounds(tx, args) -> list:
+    """The constant `start`/`stop` arguments of `index()`."""
+    if not all(a.is_python_constant() for a in args):
+        tx.unsupported("index() with bounds that are not Python constants", category="data-dependent")
+    return [a.as_python_constant() for a in args]
+
+
+def _index_or_count(tx, seq, name: str, target, start=0, stop=None) -> VariableTracker:
+    """`seq.index(target[, start[, stop]])` / `seq.count(target)`: identity first, then `==`
+    on constants."""
     matches = []
+    n = len(seq.items)
+    first, last, _ = slice(start, stop).indices(n)
     for i, item in enumerate(seq.items):
+        if not first <= i < last:
+            continue
         if item is target:
             matches.append(i)
         elif item.is_python_constant() and target.is_python_constant():
@@ -318,7 +353,10 @@ def _index_or_count(tx, seq, name: str, target) -> VariableTracker:
             return ConstantVariable(matches[0])
     if name == "count":
         return ConstantVariable(len(matches))
-    tx.raise_user_error(ValueError(f"{target.describe()} is not in list"))
+    if issubclass(seq.python_type(), tuple):
+        tx.raise_user_error(ValueError("tuple.index(x): x not in tuple"))
+    what = repr(target.as_python_constant()) if target.is_python_constant() else target.describe()
+    tx.raise_user_error(ValueError(f"{what} is not in {seq.python_type().__name__}"))
 
 
 class DictVariable(VariableTracker):
@@ -331,6 +369,9 @@ class DictVariable(VariableTracker):
     __slots__ = ("items", "dict_type", "keys_version")
     rebuilt_as_new_object = True
     fully_known = True  # `items` is the whole dict (not a dict known key by key, vars/keyed_dicts.py)
+    inplace_methods = frozenset({"__ior__"})
+    #: `==` compares the items (a Counter's missing keys count as zero: not plain)
+    plain_equality = True
 
     def __init__(self, items: dict, source=None, dict_type=dict):
         super().__init__(source)
@@ -340,6 +381,16 @@ class DictVariable(VariableTracker):
 
     def python_type(self) -> type:
         return self.dict_type
+
+    @property
+    def order_sensitive(self) -> bool:
+        """Whether `==` between two of this kind also compares the order (OrderedDict)."""
+        return issubclass(self.dict_type, collections.OrderedDict)
+
+    def merged(self, other: "DictVariable") -> "DictVariable":
+        """`self | other` for two plain or ordered dicts (an OrderedDict operand makes one)."""
+        kind = collections.OrderedDict if self.order_sensitive or other.order_sensitive else dict
+        return DictVariable({**self.items, **other.items}, dict_type=kind)
 
     def is_python_constant(self) -> bool:
         return all(v.is_python_constant() for v in self.items.values()) and not has_tracker_keys(self.items)
@@ -470,14 +521,16 @@ class DictVariable(VariableTracker):
                 return items[key]
             _mutating_keys(tx, self, name, True)
             return items.setdefault(key, args[1] if len(args) > 1 else ConstantVariable(None))
-        if name == "update":
+        if name in ("update", "__ior__"):
+            if len(args) > 1:
+                tx.raise_user_error(TypeError(f"update expected at most 1 argument, got {len(args)}"))
             new = {}
             for other in args:
                 new.update(_as_mapping(tx, other))
             new.update(kwargs)
             _mutating_keys(tx, self, name, not new.keys() <= items.keys())
             items.update(new)
-            return ConstantVariable(None)
+            return self if name == "__ior__" else ConstantVariable(None)
         if name == "clear":
             _mutating_keys(tx, self, name, bool(items))
             items.clear()
@@ -519,17 +572,32 @@ class DictVariable(VariableTracker):
         if self.source is not None:
             self.source.reconstruct(cg)
             return
-        if self.dict_type is not dict:
+        rebuilt_from_dict = self.dict_type in _REBUILT_FROM_DICT
+        if self.dict_type is not dict and not rebuilt_from_dict:
             cg.tx.unsupported(f"returning a new {self.dict_type.__name__}", category="unsupported output")
+        if rebuilt_from_dict:  # OrderedDict({...}), Counter({...}) keep order and counts
+            cg.push_null()
+            cg.load_const(self.dict_type)
         for k, v in self.items.items():
             load_key(cg, k)
             cg.reconstruct(v)
         cg.build("BUILD_MAP", len(self.items))
+        if rebuilt_from_dict:
+            cg.call(1)
 
     def copy(self) -> "DictVariable":
         """`self.copy()`: a new dict of the same type and items."""
         return DictVariable(self.items, dict_type=self.dict_type)
 
+
+# dict subclasses whose constructor, given a plain dict, makes an equal object in its order
+_REBUILT_FROM_DICT = (collections.OrderedDict, collections.Counter)
+
+
+def _members(tx, vt) -> dict:
+    """The members of iterable `vt` as {key: tracker}, in iteration order (set members:
+    tensors break)."""
+    return {_set_member(tx, item): item for item in vt.unpack(tx)}
 
 def missing_key_error(tx, dict_vt, key):
     """The KeyError of looking up `key` that `dict_vt` does not hold (a tensor key's message
@@ -543,6 +611,12 @@ def missing_key_error(tx, dict_vt, key):
 def _as_mapping(tx, vt) -> dict:
     if isinstance(vt, DictVariable) and vt.fully_known:
         return vt.items
+    if hasattr(vt.python_type(), "keys"):
+        # a mapping (ChainMap, a user Mapping): its keys (as `Mapping.keys()` iterates), then [key]
+        from .iterators import iterator_of
+
+        keys = iterator_of(tx, vt).unpack(tx)
+        return {key.key_impl(tx): vt.getitem_impl(tx, key) for key in keys}
     pairs = {}
     for pair in vt.unpack(tx):
         k, v = pair.unpack(tx)
@@ -565,6 +639,7 @@ class SetVariable(VariableTracker):
 
     __slots__ = ("items", "keys_version")
     rebuilt_as_new_object = True
+    inplace_methods = frozenset(_SET_INPLACE)
 
     def __init__(self, items: list, source=None, tx=None):
         super().__init__(source)
@@ -623,7 +698,21 @@ class SetVariable(VariableTracker):
             return self._mutate(tx, name, args)
         if name == "__iter__" and not args:
             return self.iterate(tx)
+        if name in _SET_QUERIES and not kwargs:
+            return self._query(tx, name, args)
         return fold_call(tx, getattr(set(self.items), name), args, kwargs, f"set.{name}")
+
+    def _query(self, tx, name, args) -> VariableTracker:
+        """The set methods that make a new set or a bool, over any iterables of hashable members."""
+        others = [_members(tx, other) for other in args]
+        result = getattr(set(self.items), name)(*[set(other) for other in others])
+        if not isinstance(result, set):
+            return ConstantVariable(result)
+        trackers = dict(self.items)
+        for other in others:
+            for key, vt in other.items():
+                trackers.setdefault(key, vt)
+        return SetVariable([trackers[key] for key in result], tx=tx)
 
     def _mutate(self, tx, name, args) -> VariableTracker:
         """The set methods that change it; each begins with the one mutation hook call."""
@@ -642,15 +731,41 @@ class SetVariable(VariableTracker):
             _mutating_keys(tx, self, name, True)
             del items[key]
             return ConstantVariable(None)
-        if name == "update":
+        if name in _SET_INPLACE:
+            if not all(issubclass(other.python_type(), (set, frozenset)) for other in args):
+                symbol = {"__ior__": "|=", "__iand__": "&=", "__isub__": "-=", "__ixor__": "^="}[name]
+                tx.raise_user_error(TypeError(f"unsupported operand type(s) for {symbol}: 'set' and "
+                                              f"'{args[0].python_type().__name__}'"))
+            self._mutate(tx, _SET_INPLACE[name], args)
+            return self
+        if name in ("update", "intersection_update", "difference_update", "symmetric_difference_update"):
+            others = [_members(tx, other) for other in args]
+            keys = set(items)
             new = {}
-            for other in args:
-                for vt in other.unpack(tx):
-                    new[_set_member(tx, vt)] = vt
-            _mutating_keys(tx, self, name, not new.keys() <= items.keys())
-            for key, vt in new.items():
-                items.setdefault(key, vt)
+            for other in others:
+                if name == "update":
+                    for k, vt in other.items():
+                        if k not in items:
+                            new.setdefault(k, vt)
+                elif name == "intersection_update":
+                    keys &= other.keys()
+                elif name == "difference_update":
+                    keys -= other.keys()
+                else:
+                    new.update((k, vt) for k, vt in other.items() if k not in items)
+                    keys -= other.keys()
+            result = {k: vt for k, vt in items.items() if k in keys}
+            result.update(new)
+            _mutating_keys(tx, self, name, result.keys() != items.keys())
+            items.clear()
+            items.update(result)
             return ConstantVariable(None)
+        if name == "pop":
+            if not items:
+                tx.raise_user_error(KeyError("pop from an empty set"))
+            key = next(iter(set(items)))
+            _mutating_keys(tx, self, name, True)
+            return items.pop(key)
         if name == "clear":
             _mutating_keys(tx, self, name, bool(items))
             items.clear()

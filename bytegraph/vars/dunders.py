@@ -50,7 +50,7 @@ def is_user_instance(vt) -> bool:
 def _python_dunder(tx, vt, name: str):
     """The Python function `type(vt).name`, or None when the class does not define it
     (or only `object` does)."""
-    if not is_user_instance(vt):
+    if not is_user_instance(vt) and name not in vt.python_dunders:
         return None
     cls = vt.python_type()
     owner, fn = class_lookup(cls, name)
@@ -71,9 +71,25 @@ def _not_implemented(vt) -> bool:
 
 
 def handles_operator(fn, args) -> bool:
-    """Whether `fn(*args)` is for this module: an operand is a user instance."""
-    return (fn in _BINARY_NAMES or fn in _COMPARE_NAMES or fn in _UNARY_NAMES or fn in _INPLACE_NAMES) \
-        and any(is_user_instance(a) for a in args)
+    """Whether `fn(*args)` is for this module: an operand is a user instance, or the first
+    operand's kind answers this operator through its class's Python dunder (`python_dunders`:
+    in place or unary always, binary when both operands are of such kinds; a Counter with a
+    plain dict is left to the dict's operator)."""
+    if not (fn in _BINARY_NAMES or fn in _COMPARE_NAMES or fn in _UNARY_NAMES or fn in _INPLACE_NAMES):
+        return False
+    for a in args:
+        if is_user_instance(a):
+            return True
+    dunders = args[0].python_dunders
+    if dunders:
+        name = _dunder_name(fn)
+        return name in dunders and (fn in _INPLACE_NAMES or all(name in b.python_dunders for b in args[1:]))
+    return False
+
+
+def _dunder_name(fn) -> str:
+    names = _BINARY_NAMES.get(fn) or _COMPARE_NAMES.get(fn)
+    return names[0] if names else _UNARY_NAMES.get(fn) or _INPLACE_NAMES[fn]
 
 
 def user_operator(tx, fn, args):

@@ -463,12 +463,15 @@ def _plain_metaclass(meta: type) -> bool:
 
 def _not_plain_reason(cls: type) -> str | None:
     """None for a Python class whose instances are made by `object.__new__` and hold their
-    state in a plain instance `__dict__` (no slots, no metaclass; `__init__`, `__setattr__`
-    and `__delattr__`, if any, written in Python); else why not, in words."""
+    state in a plain instance `__dict__` (no slots, no metaclass but `abc.ABCMeta`, not
+    abstract; `__init__`, `__setattr__` and `__delattr__`, if any, written in Python); else
+    why not, in words."""
     if cls.__module__ == "builtins":
         return "a builtin class without a known constructor"
     if type(cls) is not type and not _plain_metaclass(type(cls)):
         return f"its metaclass {type(cls).__qualname__} may customise creation"
+    if getattr(cls, "__abstractmethods__", None):
+        return "it is an abstract class"
     if cls.__new__ is not object.__new__:
         return "it defines __new__"
     if issubclass(cls, (torch.nn.Module, torch.Tensor)):
@@ -477,10 +480,9 @@ def _not_plain_reason(cls: type) -> str | None:
         fn = class_lookup(cls, hook)[1]
         if fn is not getattr(object, hook) and not isinstance(fn, types.FunctionType):
             return f"its {hook} is not written in Python"
-    if getattr(cls, "__abstractmethods__", None):
-        return "it is an abstract class"
-    for klass in cls.__mro__[:-1]:
-        if klass.__dict__.get("__slots__", ()) != () or klass.__module__ == "builtins":
+    for klass in cls.__mro__[:-1]:  # a base with empty __slots__ (collections.abc's) keeps the __dict__
+        slots = klass.__dict__.get("__slots__", ())
+        if ("__slots__" in klass.__dict__ and (klass is cls or slots)) or klass.__module__ == "builtins":
             return f"{klass.__qualname__} defines __slots__ or is builtin"
     return None
 

@@ -28,7 +28,7 @@ import functools
 import types
 from dataclasses import dataclass
 
-from . import keyed_dicts, polyfills  # noqa: F401  (keyed_dicts: its HANDLERS entries)
+from . import counter, deque, keyed_dicts, mappings, namedtuples, polyfills  # noqa: F401  (their HANDLERS entries)
 from .builtins import HANDLERS, BuiltinVariable
 from .polyfills import POLYFILLS, PolyfillVariable
 from .torch_functions import GRAPH_OPS, SPECIAL, TorchFunctionVariable, TorchSpecialVariable

@@ -161,4 +161,4 @@ class PolyfilledIteratorVariable(IteratorVariable):
         return f"a {self.kind.__qualname__} iterator (polyfilled)"
 
 
-from . import functools, itertools, math, operator  # noqa: E402  (each fills POLYFILLS)
+from . import collections, functools, itertools, math, operator  # noqa: E402  (each fills POLYFILLS)

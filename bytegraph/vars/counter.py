@@ -1,0 +1,86 @@
+"""`collections.Counter`: a dict tracker whose missing keys count as zero.
+
+A counter made during tracing or read from outside is a `CounterVariable`: the dict
+methods it inherits from `dict` are `DictVariable`'s; the methods CPython writes with C
+helpers or `super()` (`update`, `subtract`, `most_common`, `elements`, `total`, `copy`)
+inline the bodies of `vars/polyfills/collections.py` with the tracker as `self`; every
+other method of the class (`_keep_positive`, the operators `+ - | &`, unary `+ -` and
+their in-place forms, through `python_dunders`) inlines Counter's own Python code.
+From outside it is guarded and replayed as a dict (`Counter.update` of an empty counter
+stores the counts as they are).
+"""
+from __future__ import annotations
+
+import collections
+import itertools
+import types
+
+from .builtins import handles
+from .classes import class_lookup
+from .constant import ConstantVariable
+from .containers import DictVariable
+from .polyfills import PolyfillBodyVariable, PolyfilledIteratorVariable
+from .polyfills.collections import COUNTER_METHODS
+from .registry import register
+
+_OPERATORS = frozenset({"__add__", "__sub__", "__or__", "__and__", "__pos__", "__neg__",
+                        "__iadd__", "__isub__", "__ior__", "__iand__"})
+
+
+class CounterVariable(DictVariable):
+    """A `collections.Counter` (`items`: element -> count tracker)."""
+
+    __slots__ = ()
+    python_dunders = _OPERATORS
+    inplace_methods = frozenset()  # `c |= d` is Counter.__ior__ (python_dunders), not dict's
+    plain_equality = False
+
+    def __init__(self, items: dict, source=None):
+        super().__init__(items, source, collections.Counter)
+
+    def as_python_constant(self):
+        return collections.Counter({k: v.as_python_constant() for k, v in self.items.items()})
+
+    def getitem_impl(self, tx, key_vt):
+        """`c[key]`: a missing key counts zero (and is not inserted)."""
+        return self.items.get(key_vt.key_impl(tx), ConstantVariable(0))
+
+    def call_method(self, tx, name, args, kwargs):
+        body = COUNTER_METHODS.get(name)
+        if body is not None:
+            if name in ("update", "subtract") and len(args) > 1:
+                tx.raise_user_error(TypeError(f"{name}() takes from 1 to 2 positional arguments but "
+                                              f"{len(args) + 1} were given"))
+            result = tx.inline_call(PolyfillBodyVariable(body), [self, *args], kwargs)
+            return PolyfilledIteratorVariable(result, itertools.chain) if name == "elements" else result
+        if name == "__delitem__":  # no KeyError for a missing element
+            if args[0].key_impl(tx) not in self.items:
+                return ConstantVariable(None)
+            return super().call_method(tx, name, args, kwargs)
+        if name == "__missing__" and len(args) == 1:
+            return ConstantVariable(0)
+        owner, fn = class_lookup(collections.Counter, name)
+        if owner is collections.Counter and isinstance(fn, types.FunctionType):
+            return tx.wrap(fn, None).call_function(tx, [self, *args], kwargs)
+        return super().call_method(tx, name, args, kwargs)
+
+    def describe(self) -> str:
+        return "a Counter"
+
+
+@handles(collections.Counter)
+def _counter_ctor(tx, fn, args, kwargs):
+    """`Counter(iterable=None, /, **kwds)`: an empty counter, then `update`."""
+    if len(args) > 1:
+        tx.raise_user_error(TypeError(f"expected at most 1 argument, got {len(args)}"))
+    result = CounterVariable({})
+    result.call_method(tx, "update", args, kwargs)
+    return result
+
+
+@register(collections.Counter, exact=True)
+def build_counter(tx, value, source, do_guard: bool):
+    """A counter from outside: guarded (type, keys) and built like a dict."""
+    from .builder import build_dict
+
+    return CounterVariable(build_dict(tx, value, source, do_guard).items, source)
