@@ -327,6 +327,18 @@ def _object_init(tx, fn, args, kwargs):
     return ConstantVariable(None)
 
 
+@handles(object.__new__)
+def _object_new(tx, fn, args, kwargs):
+    from .classes import ClassVariable
+    from .construction import new_object
+
+    if not args:
+        tx.raise_user_error(TypeError("object.__new__(): not enough arguments"))
+    if not isinstance(args[0], ClassVariable):
+        tx.raise_user_error(TypeError(f"object.__new__(X): X is not a type object ({args[0].python_type().__name__})"))
+    return new_object(tx, args[0].cls, args[1:], kwargs)
+
+
 @handles(builtins.super)
 def _super(tx, fn, args, kwargs):
     from .super_object import make_super
