@@ -24,6 +24,7 @@ from ..guards.sources import (ContainerOfSource, ItemSource, IteratorIndexSource
                               MethodResultSource, container_of)
 from . import registry
 from . import classes, constant, functions, nn_module, objects, tensor, torch_functions  # noqa: F401  (their builders)
+from . import lru_cache  # noqa: F401  (its builder)
 from .base import VariableTracker
 from .classes import ClassVariable
 from .constant import ConstantVariable, is_constant_value
