@@ -175,3 +175,191 @@ def test_lru_cache_fullgraph_names_the_wrapper():
 
 def test_lru_cache_wrapped_attribute():
     _one(lambda x: x * fib.__wrapped__(5))
+
+
+# ---- cmp_to_key, sort/min/max over objects with `<` -----------------------------------------
+
+def _by_value(a, b):
+    return (a > b) - (a < b)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_cmp_to_key_sorted_runs_comparisons_in_eager_order(reverse):
+    def f(x):
+        log = []
+
+        def cmp(a, b):
+            log.append((a, b))
+            return _by_value(a, b)
+
+        out = sorted([5, 1, 4, 1, 3, 9, 2, 6, 5], key=functools.cmp_to_key(cmp), reverse=reverse)
+        return out, log, x * out[0]
+
+    _one(f)
+
+
+def test_cmp_to_key_sorts_tensors_by_a_python_key():
+    def f(x):
+        pairs = [(2, x), (0, x * 2), (1, x * 3)]
+        ordered = sorted(pairs, key=functools.cmp_to_key(lambda a, b: a[0] - b[0]))
+        return [t for _, t in ordered]
+
+    _one(f)
+
+
+def test_cmp_to_key_list_sort_of_an_outside_list(  ):
+    def f(x, xs):
+        xs.sort(key=functools.cmp_to_key(lambda a, b: b - a))
+        return x + xs[0]
+
+    check(f, T(2), [3, 7, 1, 7], graphs=1, fullgraph=True)
+
+
+def test_cmp_to_key_min_max():
+    def f(x):
+        key = functools.cmp_to_key(lambda a, b: len(a) - len(b))
+        words = ["ccc", "a", "bb", "dd"]
+        return min(words, key=key), max(words, key=key), x + len(max(words, key=key))
+
+    _one(f)
+
+
+def test_cmp_to_key_wrapper_compares_and_keeps_obj():
+    def f(x):
+        key = functools.cmp_to_key(_by_value)
+        a, b = key(3), key(4)
+        return a.obj, a < b, a > b, a <= b, a >= b, a == key(3), x + 1
+
+    _one(f)
+
+
+def test_cmp_to_key_comparison_error_propagates_as_eager():
+    def f(x):
+        def cmp(a, b):
+            if a == 0 or b == 0:
+                raise ZeroDivisionError("cannot compare 0")
+            return a - b
+        try:
+            sorted([3, 0, 1], key=functools.cmp_to_key(cmp))
+        except ZeroDivisionError as e:
+            return x + len(str(e))
+        return x
+
+    _one(f)
+
+
+def test_sort_of_user_objects_with_lt_inside_helper():
+    class Item:
+        def __init__(self, rank, t):
+            self.rank, self.t = rank, t
+
+        def __lt__(self, other):
+            return self.rank < other.rank
+
+    def helper(x):
+        items = [Item(3, x), Item(1, x * 2), Item(2, x * 3)]
+        items.sort()
+        return [i.t for i in items], min(items).rank, max(items).rank
+
+    _one(lambda x: helper(x))
+
+
+def test_cmp_to_key_across_a_graph_break():
+    def f(x):
+        key = functools.cmp_to_key(_by_value)
+        y = x * 2
+        bytegraph.graph_break()
+        return sorted([x.shape[0], 3, 1], key=key), y + 1
+
+    check(f, T(2), graphs=2)
+
+
+# ---- operator.methodcaller, partial ---------------------------------------------------------
+
+def test_methodcaller():
+    def f(x):
+        up = operator.methodcaller("upper")
+        total = operator.methodcaller("sum", dim=0)
+        return list(map(up, ["a", "b"])), total(x), operator.methodcaller("add", 1, alpha=2)(x)
+
+    _one(f, T(2, 3))
+
+
+def test_methodcaller_bad_name_raises_as_eager():
+    check(lambda x: operator.methodcaller(1)(x), T(2))
+
+
+def test_partial_kwargs_nested_and_of_methods():
+    class Scale:
+        def __init__(self, k):
+            self.k = k
+
+        def apply(self, x, bias=0):
+            return x * self.k + bias
+
+    def f(x):
+        p = functools.partial(torch.add, alpha=2)
+        q = functools.partial(functools.partial(lambda a, b, c=0: a * b + c, x), 3)
+        m = functools.partial(Scale(2).apply, bias=1)
+        override = functools.partial(lambda a, c=1: a + c, c=5)
+        return p(x, x), q(c=1), q(), m(x), override(x, c=2), p.keywords["alpha"], len(q.args)
+
+    _one(f)
+
+
+def test_partial_from_outside_and_across_a_break():
+    add3 = functools.partial(torch.add, other=3)
+
+    def f(x):
+        a = add3(x)
+        bytegraph.graph_break()
+        return functools.partial(operator.mul, a)(2)
+
+    check(f, T(2), graphs=2)
+
+
+def test_reduce_in_helper_with_initial():
+    def helper(xs):
+        return functools.reduce(lambda a, b: a * 2 + b, xs, 1)
+
+    _one(lambda x: (helper([x, x + 1]), functools.reduce(operator.add, [1, 2, 3])))
+
+
+def test_reduce_empty_error_as_eager():
+    check(lambda x: functools.reduce(operator.add, [], ) + x, T(2))
+
+
+# ---- wraps / update_wrapper in traced code -----------------------------------------------------
+
+def test_decorator_defined_in_the_compiled_function():
+    def f(x):
+        def deco(fn):
+            @functools.wraps(fn)
+            def wrapper(*args, **kwargs):
+                return fn(*args, **kwargs) + 1
+            return wrapper
+
+        @deco
+        def double(y):
+            """doubles"""
+            return y * 2
+
+        return double(x), double.__name__, double.__doc__, double.__wrapped__(x)
+
+    _one(f)
+
+
+def test_update_wrapper_in_a_helper():
+    def helper(fn):
+        def wrapper(y):
+            return fn(y) - 1
+        return functools.update_wrapper(wrapper, fn)
+
+    def square(y):
+        return y * y
+
+    def f(x):
+        w = helper(square)
+        return w(x), w.__qualname__, w.__wrapped__ is square
+
+    _one(f)

@@ -360,21 +360,14 @@ def _hasattr(tx, fn, args, kwargs):
 
 @handles(builtins.min, builtins.max)
 def _min_max(tx, fn, args, kwargs):
+    from .sorting import best_of
+
     items = args[0].unpack(tx) if len(args) == 1 else list(args)
-    if kwargs.get("key") is not None:
-        keys = [kwargs["key"].call_function(tx, [i], {}) for i in items]
-    else:
-        keys = items
     if not items:
         if "default" in kwargs:
             return kwargs["default"]
         tx.raise_user_error(ValueError(f"{fn.__name__}() arg is an empty sequence"))
-    if all(k.is_python_constant() for k in keys):
-        values = [k.as_python_constant() for k in keys]
-        best = fn(range(len(values)), key=values.__getitem__)
-        return items[best]
-    tx.unsupported(f"{fn.__name__}() over tensors compares tensor values", category="data-dependent",
-                   hint=f"use torch.{fn.__name__}imum or torch.{fn.__name__} instead")
+    return best_of(tx, fn, items, kwargs.get("key"))
 
 
 @handles(builtins.sum)
@@ -497,7 +490,12 @@ def _sorted(tx, fn, args, kwargs):
 
 @handles(functools.partial)
 def _partial(tx, fn, args, kwargs):
-    return PartialVariable(args[0], args[1:], kwargs)
+    if not args:
+        tx.raise_user_error(TypeError("type 'partial' takes at least one argument"))
+    inner = args[0]
+    if isinstance(inner, PartialVariable):  # CPython flattens a partial of a partial
+        return PartialVariable(inner.fn, [*inner.args, *args[1:]], {**inner.kwargs, **kwargs})
+    return PartialVariable(inner, args[1:], kwargs)
 
 
 @handles(builtins.print)

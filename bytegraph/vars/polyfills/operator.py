@@ -23,3 +23,15 @@ def indexOf(a, b, /):
             return index
         index += 1
     raise ValueError("sequence.index(x): x not in sequence")
+
+
+@polyfill(operator.methodcaller)
+def methodcaller(name, /, *args, **kwargs):
+    """`operator.methodcaller(name, *args, **kwargs)`: calls `obj.name(*args, **kwargs)` (a
+    plain function here, not an instance of the C type)."""
+    if type(name) is not str:
+        raise TypeError("method name must be a string")
+
+    def caller(obj):
+        return getattr(obj, name)(*args, **kwargs)
+    return caller
