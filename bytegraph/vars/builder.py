@@ -64,6 +64,11 @@ _IDENTITY_TRACKED = (ListVariable, DictVariable, SetVariable, UserObjectVariable
                      HashedIteratorVariable)
 
 
+def is_identity_tracked(vt) -> bool:
+    """Whether one real object of `vt`'s kind reached through two sources is one tracker."""
+    return isinstance(vt, _IDENTITY_TRACKED)
+
+
 def _build(tx, value, source, do_guard: bool) -> VariableTracker:
     value_type = type(value)
     build = _BY_TYPE.get(value_type) or _builder_for(value_type)

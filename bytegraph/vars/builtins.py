@@ -20,7 +20,7 @@ from .lazy_int import UNPINNED_OPS, unpinned_operator
 from .constant import ConstantVariable
 from .functions import PartialVariable, UserFunctionVariable
 from .containers import BaseListVariable, DictVariable, ListVariable, SetVariable, TupleVariable
-from .dunders import handles_operator, is_user_instance, user_operator
+from .dunders import handles_operator, is_user_instance, user_operator, user_str
 from .dict_views import DictViewVariable, view_operator
 from .exceptions import ExceptionVariable
 from .iterators import (EnumerateIteratorVariable, IteratorVariable, MapIteratorVariable, SequenceIteratorVariable,
@@ -55,6 +55,11 @@ class BuiltinVariable(CallableValueVariable):
 
             return ClassVariable(self.fn, self.source).var_getattr(tx, name)
         return super().var_getattr(tx, name)
+
+    def hasattr_impl(self, tx, name: str) -> bool:
+        if isinstance(self.fn, type):  # a builtin class (`int`): fixed for the life of the process
+            return hasattr(self.fn, name)
+        return super().hasattr_impl(tx, name)
 
     def describe(self) -> str:
         return getattr(self.fn, "__qualname__", repr(self.fn))
@@ -163,9 +168,24 @@ def _identity(tx, fn, args, kwargs):
         same = a.pinned(tx) is b.pinned(tx)
     elif a.source is None or b.source is None or isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         same = False  # distinct input tensors are pinned distinct by the no-aliasing guard
+    elif _distinct_objects(tx, a, b):
+        same = False
     else:
         tx.unsupported("`is` between two values read from outside", category="unsupported operator")
     return ConstantVariable(same if fn is operator.is_ else not same)
+
+
+def _distinct_objects(tx, a, b) -> bool:
+    """Whether sourced trackers `a` and `b` are two objects: one real object reached through
+    two sources of an identity-tracked kind is one tracker, so two trackers are two objects,
+    kept apart on later calls by a no-aliasing guard."""
+    from ..guards.guard import Guard, GuardKind
+    from .builder import is_identity_tracked
+
+    if not (is_identity_tracked(a) and is_identity_tracked(b)):
+        return False
+    tx.output.add_guard(Guard(GuardKind.NO_ALIASING, a.source, (a.source, b.source), tx.guard_location()))
+    return True
 
 
 @handles(operator.not_)
@@ -398,6 +418,10 @@ def _any_all(tx, fn, args, kwargs):
 def _folded(tx, fn, args, kwargs):
     if (fn is builtins.str or fn is builtins.repr) and len(args) == 1 and isinstance(args[0], ExceptionVariable):
         return args[0].str_impl(tx, fn)
+    if (fn is builtins.str or fn is builtins.repr) and len(args) == 1 and is_user_instance(args[0]):
+        result = user_str(tx, fn, args[0])
+        if result is not None:
+            return result
     if _any_tensor(args):
         tx.unsupported(f"{getattr(fn, '__name__', fn)}() on a tensor reads its value into Python",
                        category="data-dependent", hint="keep the computation in torch ops")

@@ -285,9 +285,7 @@ def _mutate_list(tx, lst: ListVariable, name, args, kwargs) -> VariableTracker:
             keys = [k.as_python_constant() for k in keyed]
             order = sorted(range(len(items)), key=keys.__getitem__, reverse=reverse)
             items[:] = [items[i] for i in order]
-        elif any(k.is_tensor for k in keyed):
-            tx.unsupported("sorting values that are not Python constants", category="unsupported call")
-        else:  # user objects with `<` (vars/sorting.py)
+        else:
             from .sorting import sort_in_place
 
             sort_in_place(tx, items, keyed, reverse)

@@ -1,5 +1,6 @@
-"""`list.sort` / `sorted` / `min` / `max` over values the tracer compares by running their
-`<` (user objects with `__lt__`, `functools.cmp_to_key` wrappers): the comparisons happen
+"""`list.sort` / `sorted` over instances of user classes, which the tracer compares by
+running their `<` (`__lt__`, `functools.cmp_to_key` wrappers), and `min` / `max` over any
+values: the comparisons happen
 in CPython's order, so user comparison functions run, print and raise as in eager.
 
 `sort_in_place` follows CPython 3.11's `list.sort` (Objects/listobject.c, `listsort`) for
@@ -17,7 +18,12 @@ _MIN_MERGE = 64  # below this, listsort is count_run + binarysort
 
 
 def sort_in_place(tx, items: list, keys: list, reverse: bool) -> None:
-    """Sort trackers `items` (by trackers `keys`, one per item) in place, as list.sort."""
+    """Sort trackers `items` (by trackers `keys`, one per item) in place, as list.sort.
+    The keys must be instances of user classes (whose `<` the tracer runs)."""
+    from .dunders import is_user_instance
+
+    if not all(is_user_instance(k) for k in keys):
+        tx.unsupported("sorting values that are not Python constants", category="unsupported call")
     n = len(items)
     if n >= _MIN_MERGE:
         tx.unsupported(f"sorting {n} values that are not Python constants (only lists shorter than "

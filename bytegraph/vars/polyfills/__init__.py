@@ -17,6 +17,12 @@ every global it reads becomes a guard of the compiled entry. The result keeps th
 function's type when a body is a generator (`returns=itertools.chain`), so `isinstance`
 and `type()` answer as in eager.
 
+A body asks the tracer two things through helpers defined here: `@trace_time` helpers
+run on the constant values of their arguments while tracing (a class's copy protocol,
+looked up once; the class is identity-guarded, its protocol taken as fixed) and return a
+constant; `unsupported(reason, hint)` is a graph break with that reason, for inputs the
+body does not model.
+
 Registering: importing this package imports every polyfill module, filling `POLYFILLS`
 (C function -> `Polyfill`); `vars/trace_rules.py` makes each a POLYFILL rule, so the
 builder wraps the C function as a `PolyfillVariable`. A C function has one rule: a
@@ -27,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..base import CallableValueVariable
+from ..builtins import HANDLERS, fold
 from ..functions import UserFunctionVariable
 from ..iterators import IteratorVariable
 
@@ -48,6 +55,25 @@ def polyfill(*targets, returns: type | None = None):
             POLYFILLS[target] = Polyfill(target, body, returns)
         return body
     return register
+
+
+def trace_time(helper):
+    """Mark `helper`, a pure function of constants, to run at trace time when a body calls it."""
+    HANDLERS[helper] = fold
+    return helper
+
+
+def unsupported(reason: str, hint: str = ""):
+    """Called by a polyfill body: a graph break with `reason` (never runs eagerly)."""
+    raise AssertionError("bytegraph.vars.polyfills.unsupported() runs only in a trace")
+
+
+def _unsupported(tx, fn, args, kwargs):
+    reason, hint = [a.as_python_constant() for a in args] + [""] * (2 - len(args))
+    tx.unsupported(reason, category="unsupported call", hint=hint)
+
+
+HANDLERS[unsupported] = _unsupported
 
 
 class PolyfillVariable(CallableValueVariable):
@@ -107,4 +133,4 @@ class PolyfilledIteratorVariable(IteratorVariable):
         return f"a {self.kind.__qualname__} iterator (polyfilled)"
 
 
-from . import functools, itertools, math, operator  # noqa: E402  (each fills POLYFILLS)
+from . import copy, functools, itertools, math, operator  # noqa: E402  (each fills POLYFILLS)
