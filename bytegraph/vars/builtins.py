@@ -162,6 +162,10 @@ def _identity(tx, fn, args, kwargs):
     a, b = args
     if a is b:
         same = True
+    elif type(a) in _CONTAINERS or type(b) in _CONTAINERS:  # one object, one tracker: distinct trackers differ
+        if a.source is not None and b.source is not None and not _distinct_objects(tx, a, b):
+            tx.unsupported("`is` between two values read from outside", category="unsupported operator")
+        same = False
     elif a.is_python_constant() and b.is_python_constant():
         same = a.as_python_constant() is b.as_python_constant()  # constants, or identity-guarded objects
     elif isinstance(a, UserFunctionVariable) and isinstance(b, UserFunctionVariable):
@@ -175,14 +179,23 @@ def _identity(tx, fn, args, kwargs):
     return ConstantVariable(same if fn is operator.is_ else not same)
 
 
+_CONTAINERS = (ListVariable, DictVariable, SetVariable)
+
+
 def _distinct_objects(tx, a, b) -> bool:
-    """Whether sourced trackers `a` and `b` are two objects: one real object reached through
-    two sources of an identity-tracked kind is one tracker, so two trackers are two objects,
-    kept apart on later calls by a no-aliasing guard."""
+    """Whether sourced trackers `a` and `b` are two objects: values of two (guarded) types
+    are; and one real object reached through two sources of an identity-tracked kind is one
+    tracker, so two such trackers are two objects, kept apart on later calls by a
+    no-aliasing guard."""
     from ..guards.guard import Guard, GuardKind
     from .builder import is_identity_tracked
 
-    if not (is_identity_tracked(a) and is_identity_tracked(b)):
+    tracked = is_identity_tracked(a), is_identity_tracked(b)
+    if not all(t or v.is_python_constant() for t, v in zip(tracked, (a, b))):
+        return False
+    if a.python_type() is not b.python_type():
+        return True  # the types of sourced containers, objects and constants are guarded
+    if not all(tracked):
         return False
     tx.output.add_guard(Guard(GuardKind.NO_ALIASING, a.source, (a.source, b.source), tx.guard_location()))
     return True

@@ -1,4 +1,5 @@
-"""Polyfills for the C functions of `operator` that walk a sequence."""
+"""Polyfills for the C functions of `operator` that walk or concatenate sequences, and
+`methodcaller`."""
 import operator
 
 from . import polyfill
@@ -35,3 +36,20 @@ def methodcaller(name, /, *args, **kwargs):
     def caller(obj):
         return getattr(obj, name)(*args, **kwargs)
     return caller
+
+
+@polyfill(operator.concat)
+def concat(a, b, /):
+    """`operator.concat(a, b)`: `a + b` for sequences."""
+    if not hasattr(a, "__getitem__"):
+        raise TypeError(f"'{type(a).__name__}' object can't be concatenated")
+    return a + b
+
+
+@polyfill(operator.iconcat)
+def iconcat(a, b, /):
+    """`operator.iconcat(a, b)`: `a += b` for sequences."""
+    if not hasattr(a, "__getitem__"):
+        raise TypeError(f"'{type(a).__name__}' object can't be concatenated")
+    a += b
+    return a
