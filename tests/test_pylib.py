@@ -567,11 +567,90 @@ def test_typing_get_type_hints_breaks_with_a_reason():
     _breaks_with(lambda x: (len(typing.get_type_hints(annotated)), x + 1), T(2), match="get_type_hints")
 
 
-# ---- inspect: a reasoned break --------------------------------------------------------------------
+# ---- inspect.signature (vars/signatures.py) -----------------------------------------------------
 
-def test_inspect_signature_breaks_with_a_reason():
-    def target(a, b=2, *, c):
+def sig_target(a, b=2, *args, c, d=4, **kw):
+    return a
+
+
+def sig_posonly(a, /, b, *, c=None):
+    return a
+
+
+def test_signature_parameters_names_kinds_and_defaults():
+    def f(x):
+        sig = inspect.signature(sig_target)
+        params = sig.parameters
+        return (list(params), [p.kind for p in params.values()], [p.default for p in params.values()],
+                params["a"].default is inspect.Parameter.empty, "kw" in params, len(params),
+                [p.name for p in inspect.signature(sig_posonly).parameters.values()],
+                params["b"].kind == inspect.Parameter.POSITIONAL_OR_KEYWORD, x * params["d"].default)
+
+    _one(f)
+
+
+def test_signature_bind_and_bind_partial():
+    def f(x):
+        sig = inspect.signature(sig_target)
+        bound = sig.bind(x, 1, 2, 3, c=x * 2, z=6)
+        part = sig.bind_partial(c=1)
+        return bound.arguments, bound.args, bound.kwargs, part.arguments, bound.arguments["c"] + 1
+
+    _one(f)
+
+
+def test_signature_bind_error_as_eager():
+    check(lambda x: inspect.signature(sig_target).bind(x), T(2))
+    check(lambda x: inspect.signature(sig_posonly).bind(x, b=1, a=2), T(2))
+
+
+def test_signature_of_a_function_made_in_the_trace_and_in_a_helper():
+    def helper(fn, *args):
+        sig = inspect.signature(fn)
+        return [sig.parameters[name].default for name in sig.parameters], sig.bind(*args).arguments
+
+    def f(x):
+        return helper(lambda q, r=x * 3: q + r, x)
+
+    _one(f)
+
+
+def test_signature_default_is_guarded():
+    def target(a, scale=2):
         return a
 
-    _breaks_with(lambda x: (list(inspect.signature(target).parameters), x + 1), T(2),
-                 match=r"inspect.signature\(\)")
+    def f(x):
+        return x * inspect.signature(target).parameters["scale"].default
+
+    cf = bytegraph.compile(f)
+    assert torch.equal(cf(torch.ones(2)), torch.full((2,), 2.0))
+    target.__defaults__ = (5,)
+    assert torch.equal(cf(torch.ones(2)), torch.full((2,), 5.0))
+
+
+def test_signature_escapes_and_across_a_break():
+    def f(x):
+        sig = inspect.signature(sig_posonly)
+        y = x * 2
+        bytegraph.graph_break()
+        return sig, str(sig), sig.bind(1, 2).arguments, y
+
+    check(f, T(2))  # after the break the real signature runs eagerly (inspect's methods are not traced)
+
+
+def test_signature_of_a_wrapped_function_and_annotations_break_with_reasons():
+    import functools
+
+    @functools.wraps(sig_target)
+    def wrapper(*args, **kwargs):
+        return sig_target(*args, **kwargs)
+
+    def annotated(a: int) -> int:
+        return a
+
+    _breaks_with(lambda x: (len(inspect.signature(wrapper).parameters), x + 1), T(2),
+                 match=r"inspect.signature\(\) of function .*, which has __wrapped__")
+    _breaks_with(lambda x: (inspect.signature(annotated).parameters["a"].annotation, x + 1), T(2),
+                 match="annotations in inspect.signature")
+    _breaks_with(lambda x: (inspect.signature(Box).parameters, x + 1), T(2),
+                 match=r"only plain Python functions are traced")

@@ -28,7 +28,7 @@ import functools
 import types
 from dataclasses import dataclass
 
-from . import polyfills
+from . import polyfills, signatures  # noqa: F401  (signatures fills HANDLERS: inspect.signature)
 from .builtins import HANDLERS, BuiltinVariable
 from .polyfills import POLYFILLS, PolyfillVariable
 from .torch_functions import GRAPH_OPS, SPECIAL, TorchFunctionVariable, TorchSpecialVariable
