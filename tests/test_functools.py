@@ -363,3 +363,37 @@ def test_update_wrapper_in_a_helper():
         return w(x), w.__qualname__, w.__wrapped__ is square
 
     _one(f)
+
+
+def test_lru_cache_deep_recursion_is_traced_once_per_argument():
+    @functools.lru_cache(maxsize=None)
+    def steps(n):
+        return 0 if n == 0 else 1 + steps(n - 1) + steps(n - 1) * 0
+
+    _one(lambda x: x * steps(12) + fib(24))
+
+
+def test_lru_cache_fold_inside_a_rolled_back_body_is_forgotten():
+    @functools.lru_cache(maxsize=None)
+    def inner(n):
+        return n * SCALE
+
+    @functools.lru_cache(maxsize=None)
+    def outer(n):
+        return [inner(n)]  # a mutable result: outer breaks, and its body is rolled back
+
+    def f(x):
+        return outer(2), x * inner(2)
+
+    global SCALE
+    check(f, T(2))
+    cf = bytegraph.compile(f)
+    x = torch.ones(2)
+    assert torch.equal(cf(x)[1], x * 6)
+    SCALE = 5
+    try:
+        inner.cache_clear()
+        outer.cache_clear()
+        assert torch.equal(cf(x)[1], x * 10)  # the guard on SCALE outlived the rolled-back fold
+    finally:
+        SCALE = 3

@@ -7,7 +7,9 @@ writes nothing outside itself (it runs in a speculation scope, so any such write
 refused), records no tensor operation (so its result depends on guarded Python values
 alone) and returns an immutable constant (a cache hit returns the same object, which
 only an immutable value cannot tell apart). Then the result is folded into the trace,
-under the guards the body installed. Anything else rolls the body back and breaks the
+under the guards the body installed, and reused for a second call with the same arguments
+in the same trace (so a recursive cached function is traced once per argument). Anything
+else rolls the body back and breaks the
 graph at the call, naming the wrapper and why, so that the real wrapper runs (with its
 real cache). A call that raises raises as in eager (exceptions are never cached). The
 cache's statistics (`cache_info()`) do not count folded calls.
@@ -29,12 +31,20 @@ class LruCacheWrapperVariable(UserObjectVariable):
     """A `functools.lru_cache` wrapper read from the caller's world (identity-guarded, so
     its cache and wrapped function are fixed)."""
 
-    __slots__ = ()
+    __slots__ = ("folded",)
+
+    def __init__(self, value, source=None):
+        super().__init__(value, source)
+        self.folded = {}  # (args, kwargs) -> result folded earlier in this trace
 
     def call_function(self, tx, args, kwargs):
         if not all(a.is_python_constant() and is_constant_value(a.as_python_constant())
                    for a in (*args, *kwargs.values())):
             self._refuse(tx, "with arguments that are not hashable constants")
+        key = (tuple(a.as_python_constant() for a in args),
+               tuple((k, v.as_python_constant()) for k, v in kwargs.items()))
+        if key in self.folded:
+            return self.folded[key]
         wrapped = self.var_getattr(tx, "__wrapped__")
         graph = tx.output.graph
         nodes = len(graph.nodes)
@@ -51,10 +61,17 @@ class LruCacheWrapperVariable(UserObjectVariable):
                 why = f"whose result ({result.describe()}) is not an immutable constant"
             else:
                 tx.release(cp)
+                self._remember(tx, key, result)
                 return result
         tx.restore(cp)
         tx.release(cp)
         self._refuse(tx, why)
+
+    def _remember(self, tx, key, result) -> None:
+        """Keep a folded result for later calls with the same arguments in this trace; a
+        restore of an enclosing checkpoint forgets it (with the guards its body installed)."""
+        tx.output.side_effects.touch(self)
+        self.folded[key] = result
 
     def _refuse(self, tx, why: str):
         tx.unsupported(f"calling {self._name()}, a functools.lru_cache wrapper, {why}: a cache hit "
