@@ -397,3 +397,19 @@ def test_lru_cache_fold_inside_a_rolled_back_body_is_forgotten():
         assert torch.equal(cf(x)[1], x * 10)  # the guard on SCALE outlived the rolled-back fold
     finally:
         SCALE = 3
+
+
+# ---- singledispatch: a reasoned break (its dispatch cache is a WeakKeyDictionary) ------------------
+
+@functools.singledispatch
+def describe(value):
+    return "object"
+
+
+@describe.register
+def _(value: int):
+    return "int"
+
+
+def test_singledispatch_runs_as_eager_with_a_reason():
+    _breaks_with(lambda x: (describe(1), describe("s"), x + 1), T(2), match=r"weakref")

@@ -654,3 +654,29 @@ def test_signature_of_a_wrapped_function_and_annotations_break_with_reasons():
                  match="annotations in inspect.signature")
     _breaks_with(lambda x: (inspect.signature(Box).parameters, x + 1), T(2),
                  match=r"only plain Python functions are traced")
+
+
+def test_copy_and_deepcopy_of_dataclasses_frozen_and_plain():
+    def f(x):
+        p = Point(1.0, 2.0, [1, [2]])
+        d = copy.deepcopy(p)
+        s = copy.copy(p)
+        d.tags[1].append(3)
+        fr = copy.deepcopy(Frozen(1, 2))
+        return p.tags, d.tags, s.tags is p.tags, d == p, fr, dataclasses.replace(fr, b=7), x * fr.b
+
+    _one(f)
+
+
+def test_deepcopy_of_a_named_tuple_and_a_set():
+    import collections
+
+    Pair = collections.namedtuple("Pair", "a b")
+
+    def f(x):
+        p = Pair([1], (2, [3]))
+        c = copy.deepcopy(p)
+        c.a.append(5)
+        return p, c, type(c).__name__, copy.deepcopy({1, 2, 3}), copy.copy(p) is not p, x + 1
+
+    _one(f)
