@@ -413,3 +413,39 @@ def _(value: int):
 
 def test_singledispatch_runs_as_eager_with_a_reason():
     _breaks_with(lambda x: (describe(1), describe("s"), x + 1), T(2), match=r"weakref")
+
+
+FACTOR = 2
+
+
+@functools.lru_cache(maxsize=None)
+def by_factor(n):
+    return n * FACTOR
+
+
+def test_lru_cache_returns_the_cached_value_even_when_stale_as_eager():
+    """A stale cache entry (cached under another FACTOR) is what eager returns: the fold
+    compares the real cache's answer with the traced body's and breaks when they differ."""
+    global FACTOR
+
+    def f(x):
+        return x * by_factor(3)
+
+    by_factor.cache_clear()
+    try:
+        x = torch.ones(2)
+        assert by_factor(3) == 6  # cached under FACTOR == 2
+        FACTOR = 10
+        expected = f(x)  # eager: the stale cached 6
+        assert torch.equal(bytegraph.compile(f)(x), expected)
+        reasons = [r.reason for r in bytegraph.explain(f, x).break_reasons]
+        assert any("whose cache holds a result the body does not compute now" in r for r in reasons), reasons
+        by_factor.cache_clear()
+        assert torch.equal(bytegraph.compile(f)(x), f(x))  # recomputed: 30 in both
+        cf = bytegraph.compile(f)
+        assert torch.equal(cf(x), f(x))
+        by_factor.cache_clear()
+        assert torch.equal(cf(x), f(x))  # the folded 30 still is what the body computes
+    finally:
+        FACTOR = 2
+        by_factor.cache_clear()

@@ -1,30 +1,40 @@
 """Functions wrapped by `functools.lru_cache` / `functools.cache` (`_lru_cache_wrapper`).
 
-A cached call in eager either runs the wrapped function or returns an earlier result
-without running it. Tracing the body through `__wrapped__` is sound only when both give
-the same observable outcome: the call's arguments are hashable constants, the body
-writes nothing outside itself (it runs in a speculation scope, so any such write is
-refused), records no tensor operation (so its result depends on guarded Python values
-alone) and returns an immutable constant (a cache hit returns the same object, which
-only an immutable value cannot tell apart). Then the result is folded into the trace,
-under the guards the body installed, and reused for a second call with the same arguments
-in the same trace (so a recursive cached function is traced once per argument). Anything
-else rolls the body back and breaks the
-graph at the call, naming the wrapper and why, so that the real wrapper runs (with its
-real cache). A call that raises raises as in eager (exceptions are never cached). The
-cache's statistics (`cache_info()`) do not count folded calls.
+A cached call in eager either runs the wrapped function or returns an earlier result,
+possibly computed under other values of the globals the body reads, without running it.
+A call is folded to a constant only when that is sound: the arguments are hashable
+constants and the body, traced through `__wrapped__` in a speculation scope (so any write
+outside it is refused), writes nothing outside itself, records no tensor operation and
+returns an immutable constant (or raises); and the real wrapper, called at trace time,
+answers the same (a cache holding another value was filled under other values of what
+the body reads: what eager returns then depends on the cache's history, which no guard
+sees). The value is folded under the guards the body installed: while they hold, a cache
+hit and a fresh run agree; when they fail, the retrace asks again. An error of the body
+is raised as the user's error (errors are not cached). The folded value is reused for a
+second call with the same arguments in the same trace (so a recursive cached function is
+traced once per argument). Anything else rolls the body back and breaks the graph at the
+call, naming the wrapper and why, so that the real wrapper runs eagerly. The cache's
+statistics (`cache_info()`) count the trace-time call, not the compiled calls.
 """
 from __future__ import annotations
 
 import functools
 
-from ..errors import GraphBreak
+from ..errors import GraphBreak, TracedRaise
 from ..guards.guard import GuardKind
-from .constant import is_constant_value
+from .constant import ConstantVariable, is_constant_value
 from .objects import UserObjectVariable
 from .registry import guard, register
 
 _HINT = "call the cached function outside the compiled function, or drop the cache decorator"
+
+
+_RAISES = object()  # the body raises for these arguments
+
+
+def _same(value, traced) -> bool:
+    """Whether the real call's outcome is the traced body's (same type and value)."""
+    return value is traced or (type(value) is type(traced) and value == traced)
 
 
 class LruCacheWrapperVariable(UserObjectVariable):
@@ -45,27 +55,51 @@ class LruCacheWrapperVariable(UserObjectVariable):
                tuple((k, v.as_python_constant()) for k, v in kwargs.items()))
         if key in self.folded:
             return self.folded[key]
+        why, traced = self._check_body(tx, args, kwargs)
+        if why is not None:
+            self._refuse(tx, why)
+        try:  # the real wrapper: its cache answers as it would answer eager now
+            value, error = self.value(*key[0], **dict(key[1])), None
+        except Exception as e:  # the body's own error (errors are not cached)
+            value, error = _RAISES, e
+        if not _same(value, traced):
+            self._refuse(tx, "whose cache holds a result the body does not compute now (it was cached "
+                             "under other values of what the body reads)")
+        if error is not None:
+            tx.raise_user_error(error)
+        result = ConstantVariable(value)
+        self._remember(tx, key, result)
+        return result
+
+    def _check_body(self, tx, args, kwargs) -> tuple:
+        """Trace the body through `__wrapped__`: (None, its constant result or `_RAISES`) if
+        it is pure (its guards are kept, everything else it did is dropped), else (why not,
+        None) with everything dropped."""
         wrapped = self.var_getattr(tx, "__wrapped__")
         graph = tx.output.graph
         nodes = len(graph.nodes)
         cp = tx.checkpoint()
+        why = traced = None
         try:
             with tx.output.side_effects.scope(f"the body of {self._name()}"):
                 result = wrapped.call_function(tx, args, kwargs)
         except GraphBreak as brk:
             why = f"whose body breaks the graph ({brk.reason})"
+        except TracedRaise:
+            traced = _RAISES
         else:
             if len(graph.nodes) != nodes:
                 why = "whose body records tensor operations"
-            elif not (result.is_python_constant() and is_constant_value(result.as_python_constant())):
-                why = f"whose result ({result.describe()}) is not an immutable constant"
+            elif result.is_python_constant() and is_constant_value(result.as_python_constant()):
+                traced = result.as_python_constant()
             else:
-                tx.release(cp)
-                self._remember(tx, key, result)
-                return result
-        tx.restore(cp)
+                why = f"whose result ({result.describe()}) is not an immutable constant"
+        if why is None and len(graph.nodes) != nodes:
+            why = "whose body records tensor operations"
+        if why is not None:
+            tx.restore(cp)
         tx.release(cp)
-        self._refuse(tx, why)
+        return why, traced
 
     def _remember(self, tx, key, result) -> None:
         """Keep a folded result for later calls with the same arguments in this trace; a
