@@ -173,7 +173,8 @@ def _user_function():
     (torch.nn.Module.__call__, Kind.INLINE),
     (POLYFILLS[functools.reduce].body, Kind.INLINE),
     (logging.info, Kind.BREAK),
-    (copy.deepcopy, Kind.BREAK),
+    (copy._reconstruct, Kind.BREAK),  # copy.copy/deepcopy themselves are polyfilled
+    (copy.deepcopy, Kind.POLYFILL),
     (torch.autograd.profiler.record_function.__init__, Kind.BREAK),
     (time.time, Kind.BREAK),
     (os.getpid, Kind.BREAK),

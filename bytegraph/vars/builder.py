@@ -24,7 +24,7 @@ from ..guards.guard import Guard, GuardKind
 from ..guards.sources import (ContainerOfSource, ItemSource, IteratorIndexSource, IteratorSeqSource,
                               MethodResultSource, container_of)
 from . import registry
-from . import classes, constant, functions, keyed_dicts, nn_module, objects, tensor, torch_functions  # noqa: F401
+from . import classes, constant, functions, keyed_dicts, lru_cache, nn_module, objects, tensor, torch_functions  # noqa: F401  (their builders)
 from .base import VariableTracker
 from .classes import ClassVariable
 from .constant import ConstantVariable, is_constant_value
@@ -64,6 +64,11 @@ def wrap(tx, value, source=None, guard: bool = True) -> VariableTracker:
 
 _IDENTITY_TRACKED = (ListVariable, DictVariable, SetVariable, UserObjectVariable, SequenceIteratorVariable,
                      HashedIteratorVariable, DequeVariable)
+
+
+def is_identity_tracked(vt) -> bool:
+    """Whether one real object of `vt`'s kind reached through two sources is one tracker."""
+    return isinstance(vt, _IDENTITY_TRACKED)
 
 
 def _build(tx, value, source, do_guard: bool) -> VariableTracker:

@@ -23,7 +23,7 @@ from .lazy_int import UNPINNED_OPS, unpinned_operator
 from .constant import ConstantVariable
 from .functions import BoundMethodVariable, PartialVariable, UserFunctionVariable
 from .containers import BaseListVariable, DictVariable, ListVariable, SetVariable, TupleVariable
-from .dunders import handles_operator, is_user_instance, user_operator
+from .dunders import handles_operator, is_user_instance, user_operator, user_str
 from .dict_views import DictViewVariable, view_operator
 from .exceptions import ExceptionVariable, TracebackVariable
 from .iterators import (EnumerateIteratorVariable, FilterIteratorVariable, IteratorVariable, MapIteratorVariable,
@@ -59,6 +59,11 @@ class BuiltinVariable(CallableValueVariable):
 
             return ClassVariable(self.fn, self.source).var_getattr(tx, name)
         return super().var_getattr(tx, name)
+
+    def hasattr_impl(self, tx, name: str) -> bool:
+        if isinstance(self.fn, type):  # a builtin class (`int`): fixed for the life of the process
+            return hasattr(self.fn, name)
+        return super().hasattr_impl(tx, name)
 
     def describe(self) -> str:
         return getattr(self.fn, "__qualname__", repr(self.fn))
@@ -185,15 +190,43 @@ def _identity(tx, fn, args, kwargs):
     a, b = args
     if a is b:
         same = True
+    elif type(a) in _CONTAINERS or type(b) in _CONTAINERS:  # one object, one tracker: distinct trackers differ
+        if a.source is not None and b.source is not None and not _distinct_objects(tx, a, b):
+            tx.unsupported("`is` between two values read from outside", category="unsupported operator")
+        same = False
     elif a.is_python_constant() and b.is_python_constant():
         same = a.as_python_constant() is b.as_python_constant()  # constants, or identity-guarded objects
     elif isinstance(a, UserFunctionVariable) and isinstance(b, UserFunctionVariable):
         same = a.pinned(tx) is b.pinned(tx)
     elif a.source is None or b.source is None or isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         same = False  # distinct input tensors are pinned distinct by the no-aliasing guard
+    elif _distinct_objects(tx, a, b):
+        same = False
     else:
         tx.unsupported("`is` between two values read from outside", category="unsupported operator")
     return ConstantVariable(same if fn is operator.is_ else not same)
+
+
+_CONTAINERS = (ListVariable, DictVariable, SetVariable)
+
+
+def _distinct_objects(tx, a, b) -> bool:
+    """Whether sourced trackers `a` and `b` are two objects: values of two (guarded) types
+    are; and one real object reached through two sources of an identity-tracked kind is one
+    tracker, so two such trackers are two objects, kept apart on later calls by a
+    no-aliasing guard."""
+    from ..guards.guard import Guard, GuardKind
+    from .builder import is_identity_tracked
+
+    tracked = is_identity_tracked(a), is_identity_tracked(b)
+    if not all(t or v.is_python_constant() for t, v in zip(tracked, (a, b))):
+        return False
+    if a.python_type() is not b.python_type():
+        return True  # the types of sourced containers, objects and constants are guarded
+    if not all(tracked):
+        return False
+    tx.output.add_guard(Guard(GuardKind.NO_ALIASING, a.source, (a.source, b.source), tx.guard_location()))
+    return True
 
 
 @handles(operator.not_)
@@ -355,6 +388,18 @@ def _object_init(tx, fn, args, kwargs):
     return ConstantVariable(None)
 
 
+@handles(object.__new__)
+def _object_new(tx, fn, args, kwargs):
+    from .classes import ClassVariable
+    from .construction import new_object
+
+    if not args:
+        tx.raise_user_error(TypeError("object.__new__(): not enough arguments"))
+    if not isinstance(args[0], ClassVariable):
+        tx.raise_user_error(TypeError(f"object.__new__(X): X is not a type object ({args[0].python_type().__name__})"))
+    return new_object(tx, args[0].cls, args[1:], kwargs)
+
+
 @handles(builtins.super)
 def _super(tx, fn, args, kwargs):
     from .super_object import make_super
@@ -376,27 +421,26 @@ def _hasattr(tx, fn, args, kwargs):
 
 @handles(builtins.min, builtins.max)
 def _min_max(tx, fn, args, kwargs):
+    from .sorting import best_of
+
     key = kwargs.get("key")
     if key is not None and key.is_none():
         key = None
-    if len(args) == 1 and key is not None:  # eager calls the key on each item as it comes
-        items, keys, it = [], [], iterator_of(tx, args[0])
-        while (item := it.next_item(tx)) is not None:
-            items.append(item)
-            keys.append(key.call_function(tx, [item], {}))
-    else:
-        items = args[0].unpack(tx) if len(args) == 1 else list(args)
-        keys = items if key is None else [key.call_function(tx, [i], {}) for i in items]
-    if not items:
+    items = _items_as_they_come(tx, args[0]) if len(args) == 1 else iter(args)
+    best = best_of(tx, fn, items, key)
+    if best is None:
         if "default" in kwargs:
             return kwargs["default"]
         tx.raise_user_error(ValueError(f"{fn.__name__}() arg is an empty sequence"))
-    if all(k.is_python_constant() for k in keys):
-        values = [k.as_python_constant() for k in keys]
-        best = fn(range(len(values)), key=values.__getitem__)
-        return items[best]
-    tx.unsupported(f"{fn.__name__}() over tensors compares tensor values", category="data-dependent",
-                   hint=f"use torch.{fn.__name__}imum or torch.{fn.__name__} instead")
+    return best
+
+
+def _items_as_they_come(tx, iterable):
+    """The items of `iterable`, each taken from its iterator when the consumer asks (eager
+    calls `key` and compares before taking the next)."""
+    it = iterator_of(tx, iterable)
+    while (item := it.next_item(tx)) is not None:
+        yield item
 
 
 @handles(builtins.sum)
@@ -426,6 +470,10 @@ def _any_all(tx, fn, args, kwargs):
 def _folded(tx, fn, args, kwargs):
     if (fn is builtins.str or fn is builtins.repr) and len(args) == 1 and isinstance(args[0], ExceptionVariable):
         return args[0].str_impl(tx, fn)
+    if (fn is builtins.str or fn is builtins.repr) and len(args) == 1 and is_user_instance(args[0]):
+        result = user_str(tx, fn, args[0])
+        if result is not None:
+            return result
     if _any_tensor(args):
         tx.unsupported(f"{getattr(fn, '__name__', fn)}() on a tensor reads its value into Python",
                        category="data-dependent", hint="keep the computation in torch ops")
@@ -535,7 +583,12 @@ def _sorted(tx, fn, args, kwargs):
 
 @handles(functools.partial)
 def _partial(tx, fn, args, kwargs):
-    return PartialVariable(args[0], args[1:], kwargs)
+    if not args:
+        tx.raise_user_error(TypeError("type 'partial' takes at least one argument"))
+    inner = args[0]
+    if isinstance(inner, PartialVariable):  # CPython flattens a partial of a partial
+        return PartialVariable(inner.fn, [*inner.args, *args[1:]], {**inner.kwargs, **kwargs})
+    return PartialVariable(inner, args[1:], kwargs)
 
 
 @handles(builtins.print)

@@ -156,7 +156,7 @@ class ClassVariable(VariableTracker):
         return super().unpack(tx)
 
     def call_function(self, tx, args, kwargs):
-        from .objects import construct_instance
+        from .construction import construct_instance
 
         return construct_instance(tx, self, args, kwargs)
 

@@ -302,10 +302,17 @@ def _mutate_list(tx, lst: ListVariable, name, args, kwargs) -> VariableTracker:
     elif name == "reverse":
         items.reverse()
     elif name == "sort":
-        keys = _sort_keys(tx, items, kwargs)
-        order = sorted(range(len(items)), key=keys.__getitem__,
-                       reverse=bool(kwargs.get("reverse", ConstantVariable(False)).as_python_constant()))
-        items[:] = [items[i] for i in order]
+        reverse = bool(kwargs.get("reverse", ConstantVariable(False)).as_python_constant())
+        key_fn = kwargs.get("key")
+        keyed = [key_fn.call_function(tx, [i], {}) if key_fn is not None else i for i in items]
+        if all(k.is_python_constant() for k in keyed):
+            keys = [k.as_python_constant() for k in keyed]
+            order = sorted(range(len(items)), key=keys.__getitem__, reverse=reverse)
+            items[:] = [items[i] for i in order]
+        else:
+            from .sorting import sort_in_place
+
+            sort_in_place(tx, items, keyed, reverse)
     elif name == "__setitem__":
         key = args[0].as_python_constant()
         if isinstance(key, slice):
@@ -315,14 +322,6 @@ def _mutate_list(tx, lst: ListVariable, name, args, kwargs) -> VariableTracker:
     elif name == "__delitem__":
         del items[args[0].as_python_constant()]
     return ConstantVariable(None)
-
-
-def _sort_keys(tx, items, kwargs) -> list:
-    key_fn = kwargs.get("key")
-    keyed = [key_fn.call_function(tx, [i], {}) if key_fn is not None else i for i in items]
-    if not all(k.is_python_constant() for k in keyed):
-        tx.unsupported("sorting values that are not Python constants", category="unsupported call")
-    return [k.as_python_constant() for k in keyed]
 
 
 def _bounds(tx, args) -> list:

@@ -5,12 +5,15 @@ The order is CPython's: a binary operator tries `a.__op__(b)`, then `b.__rop__(a
 reflected method first when `type(b)` is a proper subclass of `type(a)` that overrides it),
 skipping a side whose method returns `NotImplemented`; `==`/`!=` fall back to identity;
 `bool()` tries `__bool__`, then `__len__`, else True; `in` tries `__contains__`, then
-iteration. A dunder inherited from a builtin base class (implemented in C) is a graph
+iteration; `str()` tries `__str__`, then `__repr__` (a dataclass's generated `__repr__` is
+traced through its `__wrapped__`: its recursion guard keys on `id()`, and only matters
+for a dataclass that contains itself, whose trace hits the inlining depth limit). A dunder inherited from a builtin base class (implemented in C) is a graph
 break: its behaviour is not known to the tracer.
 """
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import operator
 import types
 
@@ -174,6 +177,26 @@ def user_iter(tx, vt):
                        "__next__ method are not traced", category="unsupported iteration",
                        hint="write __iter__ as a generator (with `yield`), or return iter(a_list)")
     return it
+
+
+_RECURSIVE_REPR_CODE = dataclasses._recursive_repr(lambda self: "").__code__
+
+
+def user_str(tx, fn, vt):
+    """`str(vt)` / `repr(vt)` (`fn`) through the class's `__str__`/`__repr__` written in
+    Python; None when it has neither (object's default repr names an address)."""
+    for name in ("__str__", "__repr__") if fn is builtins.str else ("__repr__",):
+        method = _python_dunder(tx, vt, name)
+        if method is not None:
+            break
+    else:
+        return None
+    if getattr(method, "__code__", None) is _RECURSIVE_REPR_CODE:
+        method = method.__wrapped__
+    result = _call(tx, method, [vt])
+    if not (result.is_python_constant() and isinstance(result.as_python_constant(), str)):
+        tx.raise_user_error(TypeError(f"{name} returned non-string (type {result.python_type().__name__})"))
+    return result
 
 
 def user_contains(tx, container, item):

@@ -19,15 +19,10 @@ trace-rules table (`OpaqueCallableVariable`) and, as the fallback, any other obj
 """
 from __future__ import annotations
 
-import abc
-import enum
 import types
-
-import torch
 
 from ..guards.guard import GuardKind
 from ..guards.sources import AttrSource
-from .exceptions import construct_exception, is_plain_exception_class
 from .base import REPLAY_OBJECT, CallableValueVariable, VariableTracker
 from .classes import MISSING, bind_class_attribute, call_property, class_lookup, is_data_descriptor, \
     wrap_attribute
@@ -112,52 +107,6 @@ class PythonModuleVariable(VariableTracker):
     def describe(self) -> str:
         return f"module {self.module.__name__}"
 
-
-
-def construct_instance(tx, cls_vt, args, kwargs):
-    """`cls(*args, **kwargs)` for a class tracker: exceptions, named tuples, enum lookups and
-    plain user classes (made with `object.__new__`, then `__init__` inlined)."""
-    cls = cls_vt.cls
-    if is_plain_exception_class(cls):
-        return construct_exception(tx, cls, args, kwargs)
-    if issubclass(cls, BaseException) and all(a.is_python_constant() for a in args):
-        return UserObjectVariable(cls(*[a.as_python_constant() for a in args]))
-    if isinstance(cls, enum.EnumMeta) and not kwargs and len(args) == 1 and args[0].is_python_constant():
-        try:
-            return ConstantVariable(cls(args[0].as_python_constant()))  # a lookup by value
-        except ValueError as e:
-            tx.raise_user_error(e)
-    if issubclass(cls, tuple) and hasattr(cls, "_fields") and cls.__new__ is not tuple.__new__:
-        return _construct_namedtuple(tx, cls, args, kwargs)
-    why_not = _not_plain_reason(cls)
-    if why_not is None:
-        obj = NewObjectVariable(object.__new__(cls))
-        init = class_lookup(cls, "__init__")[1]
-        if isinstance(init, types.FunctionType):
-            result = tx.wrap(init, None).call_function(tx, [obj, *args], kwargs)
-            if not (result.is_python_constant() and result.as_python_constant() is None):
-                tx.raise_user_error(TypeError("__init__() should return None"))
-        elif args or kwargs:
-            tx.raise_user_error(TypeError(f"{cls.__name__}() takes no arguments"))
-        return obj
-    tx.unsupported(f"creating an instance of {cls.__qualname__} ({why_not})", category="unsupported call",
-                   hint="create the object outside the compiled function and pass it in")
-
-
-def _construct_namedtuple(tx, cls, args, kwargs):
-    from .containers import NamedTupleVariable
-
-    defaults = getattr(cls, "_field_defaults", {})
-    values = dict(zip(cls._fields, args))
-    for field in cls._fields:
-        if field not in values:
-            if field in kwargs:
-                values[field] = kwargs[field]
-            elif field in defaults:
-                values[field] = tx.wrap(defaults[field], None)
-            else:
-                tx.raise_user_error(TypeError(f"{cls.__name__}() missing argument '{field}'"))
-    return NamedTupleVariable([values[f] for f in cls._fields], cls)
 
 
 class UserObjectVariable(VariableTracker):
@@ -453,38 +402,6 @@ def _instance_dict(obj):
     except AttributeError:
         return None
     return d if type(d) is dict else None
-
-
-def _plain_metaclass(meta: type) -> bool:
-    """Whether instances of classes of metaclass `meta` are created as those of `type`'s:
-    `abc.ABCMeta` customises class creation and `isinstance`, not instance creation."""
-    return meta is abc.ABCMeta
-
-
-def _not_plain_reason(cls: type) -> str | None:
-    """None for a Python class whose instances are made by `object.__new__` and hold their
-    state in a plain instance `__dict__` (no slots, no metaclass but `abc.ABCMeta`, not
-    abstract; `__init__`, `__setattr__` and `__delattr__`, if any, written in Python); else
-    why not, in words."""
-    if cls.__module__ == "builtins":
-        return "a builtin class without a known constructor"
-    if type(cls) is not type and not _plain_metaclass(type(cls)):
-        return f"its metaclass {type(cls).__qualname__} may customise creation"
-    if getattr(cls, "__abstractmethods__", None):
-        return "it is an abstract class"
-    if cls.__new__ is not object.__new__:
-        return "it defines __new__"
-    if issubclass(cls, (torch.nn.Module, torch.Tensor)):
-        return "modules and tensors are made outside the trace"
-    for hook in ("__setattr__", "__delattr__", "__init__"):
-        fn = class_lookup(cls, hook)[1]
-        if fn is not getattr(object, hook) and not isinstance(fn, types.FunctionType):
-            return f"its {hook} is not written in Python"
-    for klass in cls.__mro__[:-1]:  # a base with empty __slots__ (collections.abc's) keeps the __dict__
-        slots = klass.__dict__.get("__slots__", ())
-        if ("__slots__" in klass.__dict__ and (klass is cls or slots)) or klass.__module__ == "builtins":
-            return f"{klass.__qualname__} defines __slots__ or is builtin"
-    return None
 
 
 class OpaqueCallableVariable(CallableValueVariable):

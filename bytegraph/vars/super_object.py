@@ -1,7 +1,9 @@
 """`super()` and `super(cls, obj)`: attribute lookup that starts after `cls` in the MRO of
 `obj` (an instance, or a class in a classmethod).
 
-The zero-argument form reads what CPython reads: the frame's first argument (from its
+A class bound to `super` is the class of a classmethod when it subclasses the starting
+class, else the instance of a metaclass (`super().__call__(...)` in a metaclass's
+`__call__`, which is `type.__call__`: `vars/construction.py`). The zero-argument form reads what CPython reads: the frame's first argument (from its
 cell when a closure captures it) and the `__class__` cell the compiler creates for
 methods that mention `super`. What the lookup finds is bound like any class attribute
 (`vars/classes.py::bind_class_attribute`), with the object as `self`; `object`'s own
@@ -25,7 +27,8 @@ class SuperVariable(VariableTracker):
         return super
 
     def _binds_class(self) -> bool:
-        return isinstance(self.obj, ClassVariable)
+        """A class in a classmethod (not a class as the instance of a metaclass)."""
+        return isinstance(self.obj, ClassVariable) and issubclass(self.obj.cls, self.start)
 
     def _search_order(self) -> tuple:
         subject = self.obj.as_python_constant() if self._binds_class() else self.obj.python_type()
@@ -43,6 +46,10 @@ class SuperVariable(VariableTracker):
             tx.raise_user_error(AttributeError(f"'super' object has no attribute {name!r}"))
         if owner is object:
             return self._object_method(tx, name, attr)
+        if owner is type and name == "__call__" and not self._binds_class():
+            from .construction import TypeCallVariable
+
+            return TypeCallVariable(self.obj)  # in a metaclass's __call__
         if self._binds_class():
             bound = bind_on_class(tx, self.obj, owner, name, attr)
             return bound if bound is not None else tx.wrap(attr, class_dict_source(owner, name))
@@ -52,6 +59,8 @@ class SuperVariable(VariableTracker):
         from .builtins import BuiltinVariable, is_builtin
         from .functions import BoundMethodVariable
 
+        if name == "__new__":  # a static method: `super().__new__(cls)` is `object.__new__(cls)`
+            return tx.wrap(object.__new__)
         if is_builtin(attr) and not self._binds_class():
             return BoundMethodVariable(BuiltinVariable(attr), self.obj)
         tx.unsupported(f"super().{name} reaching object.{name}", category="unsupported attribute")
@@ -72,6 +81,8 @@ def make_super(tx, args, kwargs):
     else:
         start, obj = _zero_argument_super(tx)
     subject = obj.as_python_constant() if isinstance(obj, ClassVariable) else obj.python_type()
+    if isinstance(obj, ClassVariable) and not issubclass(subject, start):
+        subject = obj.python_type()  # a class as the instance of a metaclass
     if not isinstance(subject, type) or not issubclass(subject, start):
         tx.raise_user_error(TypeError("super(type, obj): obj must be an instance or subtype of type"))
     return SuperVariable(start, obj)

@@ -28,7 +28,7 @@ import functools
 import types
 from dataclasses import dataclass
 
-from . import counter, deque, keyed_dicts, mappings, namedtuples, polyfills  # noqa: F401  (their HANDLERS entries)
+from . import counter, deque, keyed_dicts, mappings, namedtuples, polyfills, signatures  # noqa: F401  (their HANDLERS entries)
 from .builtins import HANDLERS, BuiltinVariable
 from .polyfills import POLYFILLS, PolyfillVariable
 from .torch_functions import GRAPH_OPS, SPECIAL, TorchFunctionVariable, TorchSpecialVariable

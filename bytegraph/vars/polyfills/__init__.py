@@ -19,10 +19,13 @@ and `type()` answer as in eager.
 
 Breaking cleanly: on an input the body does not model (a type whose C behaviour cannot be
 stated in Python, such as `PyNumber_Check`), the call-time part of a body calls
-`unsupported("reason")`. The trace is put back to just before the C function's call
-(a checkpoint is taken for bodies that name `unsupported`) and the graph breaks there,
-in the caller's frame, with the reason: the C function then runs eagerly, once. Only the
-call-time part may call it, not a nested generator run later.
+`unsupported("reason"[, "hint"])`. The trace is put back to just before the C function's
+call (a checkpoint is taken for bodies that use `unsupported`, read as a global or bound
+as a default) and the graph breaks there, in the caller's frame, with the reason: the C
+function then runs eagerly, once. Only the call-time part may call it, not a nested
+generator run later. `@trace_time` helpers run on the constant values of their arguments
+while tracing (a class's copy protocol, looked up once; the class is identity-guarded,
+its protocol taken as fixed) and return a constant.
 
 Registering: importing this package imports every polyfill module, filling `POLYFILLS`
 (C function -> `Polyfill`); `vars/trace_rules.py` makes each a POLYFILL rule, so the
@@ -31,9 +34,11 @@ polyfill replaces any builtin handler it had.
 """
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass
 
 from ..base import CallableValueVariable
+from ..builtins import HANDLERS, fold
 from ..functions import UserFunctionVariable
 from ..iterators import IteratorVariable
 
@@ -49,29 +54,51 @@ class Polyfill:
 POLYFILLS: dict = {}
 
 
+def _uses_unsupported(body) -> bool:
+    """Whether `body` can call `unsupported`: bound as a default, or read as a global by it
+    or a function nested in it."""
+    defaults = (*(body.__defaults__ or ()), *(body.__kwdefaults__ or {}).values())
+    if any(d is unsupported for d in defaults):
+        return True
+    codes = [body.__code__]
+    while codes:
+        code = codes.pop()
+        if "unsupported" in code.co_names:
+            return True
+        codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return False
+
+
 def polyfill(*targets, returns: type | None = None):
     """Register the decorated Python function as the stand-in of every C callable in `targets`."""
     def register(body):
-        may_break = "unsupported" in body.__code__.co_names
+        may_break = _uses_unsupported(body)
         for target in targets:
             POLYFILLS[target] = Polyfill(target, body, returns, may_break)
         return body
     return register
 
 
-def unsupported(reason: str):
+def unsupported(reason: str, hint: str = ""):
     """Called by a polyfill body on an input it does not model: the graph breaks at the
     polyfilled call (`PolyfillBreakVariable`). Never runs for real."""
     raise AssertionError(f"bytegraph: polyfill break outside a trace: {reason}")
 
 
-class _PolyfillUnsupported(Exception):
-    """Internal: a polyfill body called `unsupported(reason)`; `PolyfillVariable` turns it
-    into a graph break of the calling frame."""
+def trace_time(helper):
+    """Mark `helper`, a pure function of constants, to run at trace time when a body calls it."""
+    HANDLERS[helper] = fold
+    return helper
 
-    def __init__(self, reason: str):
+
+class _PolyfillUnsupported(Exception):
+    """Internal: a polyfill body called `unsupported(reason, hint)`; `PolyfillVariable` turns
+    it into a graph break of the calling frame."""
+
+    def __init__(self, reason: str, hint: str):
         super().__init__(reason)
         self.reason = reason
+        self.hint = hint
 
 
 class PolyfillBreakVariable(CallableValueVariable):
@@ -80,8 +107,8 @@ class PolyfillBreakVariable(CallableValueVariable):
     __slots__ = ()
 
     def call_function(self, tx, args, kwargs):
-        (reason,) = args
-        raise _PolyfillUnsupported(reason.as_python_constant())
+        reason, hint = [a.as_python_constant() for a in args] + [""] * (2 - len(args))
+        raise _PolyfillUnsupported(reason, hint)
 
 
 class PolyfillVariable(CallableValueVariable):
@@ -110,7 +137,7 @@ class PolyfillVariable(CallableValueVariable):
             tx.restore(cp)
             tx.release(cp)
             name = f"{getattr(self.fn, '__module__', None) or ''}.{getattr(self.fn, '__qualname__', self.fn)}"
-            tx.unsupported(f"{name.lstrip('.')}() {e.reason}", category="unsupported call")
+            tx.unsupported(f"{name.lstrip('.')}() {e.reason}", category="unsupported call", hint=e.hint)
         tx.release(cp)
         return result
 
@@ -161,4 +188,4 @@ class PolyfilledIteratorVariable(IteratorVariable):
         return f"a {self.kind.__qualname__} iterator (polyfilled)"
 
 
-from . import collections, functools, itertools, math, operator  # noqa: E402  (each fills POLYFILLS)
+from . import collections, copy, functools, itertools, math, operator  # noqa: E402  (each fills POLYFILLS)

@@ -19,3 +19,43 @@ def reduce(function, iterable, /, *initial):
     if empty:
         raise TypeError("reduce() of empty iterable with no initial value")
     return value
+
+
+class _CmpKey:
+    """What `functools.cmp_to_key(mycmp)(obj)` makes (CPython's `KeyWrapper`): compares
+    by `mycmp(self.obj, other.obj)` against 0; unhashable."""
+
+    def __init__(self, cmp, obj):
+        self.cmp = cmp
+        self.obj = obj
+
+    def _other(self, other):
+        if type(other) is not type(self):
+            raise TypeError("other argument must be K instance")
+        return other.obj
+
+    def __lt__(self, other):
+        return self.cmp(self.obj, self._other(other)) < 0
+
+    def __gt__(self, other):
+        return self.cmp(self.obj, self._other(other)) > 0
+
+    def __le__(self, other):
+        return self.cmp(self.obj, self._other(other)) <= 0
+
+    def __ge__(self, other):
+        return self.cmp(self.obj, self._other(other)) >= 0
+
+    def __eq__(self, other):
+        return self.cmp(self.obj, self._other(other)) == 0
+
+    __hash__ = None
+
+
+@polyfill(functools.cmp_to_key)
+def cmp_to_key(mycmp, *, _key=_CmpKey):
+    """`functools.cmp_to_key(mycmp)`: a key function making comparable wrappers (a plain
+    function here, not CPython's `KeyWrapper` type)."""
+    def key(obj):
+        return _key(mycmp, obj)
+    return key
