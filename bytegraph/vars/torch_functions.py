@@ -314,6 +314,21 @@ def _autocast(tx, args, kwargs):
                         "guarded and op dtypes follow it)")
 
 
+def _guarded_query(fn):
+    """A handler folding a call of `fn` (a query of global state, no arguments) to its
+    current answer, guarded per call; a query that raises (CUDA queries on a build without
+    CUDA) raises the user's error."""
+    def query(tx, args, kwargs):
+        if args or kwargs:
+            tx.unsupported(f"{fn.__qualname__}() with arguments", category="unsupported call")
+        try:
+            fn()
+        except Exception as e:
+            tx.raise_user_error(e)
+        return _state_query(tx, args, kwargs, fn)
+    return query
+
+
 def _autocast_query(fn):
     return lambda tx, args, kwargs: _state_query(tx, args, kwargs, fn)
 
@@ -325,6 +340,10 @@ SPECIAL = {
     torch.get_autocast_cpu_dtype: _autocast_query(torch.get_autocast_cpu_dtype),
     torch.is_autocast_cache_enabled: _autocast_query(torch.is_autocast_cache_enabled),
     torch.amp.is_autocast_available: _autocast_query(torch.amp.is_autocast_available),
+    # Global state torch's and libraries' code asks about: functorch transforms (vmap, grad)
+    # active, a CUDA graph being captured.
+    torch._C._are_functorch_transforms_active: _guarded_query(torch._C._are_functorch_transforms_active),
+    torch.cuda.is_current_stream_capturing: _guarded_query(torch.cuda.is_current_stream_capturing),
     torch.autocast: _autocast,  # not captured yet
     torch.cpu.amp.autocast: _autocast,
     # Immutable values made from constants (a dtype, a device string): folded.
