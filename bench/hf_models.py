@@ -127,14 +127,14 @@ MODELS: dict[str, ModelCase] = {case.name: case for case in [
 ]}
 
 
-def _tensors(value) -> list[torch.Tensor]:
+def output_tensors(value) -> list[torch.Tensor]:
     """Every tensor in a model output, in a fixed order (ModelOutput, tuples, caches...)."""
     if isinstance(value, torch.Tensor):
         return [value]
     if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors(v)]
+        return [t for v in value.values() for t in output_tensors(v)]
     if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _tensors(v)]
+        return [t for v in value for t in output_tensors(v)]
     return []
 
 
@@ -184,7 +184,7 @@ def measure(case: ModelCase, reference: bool) -> Result:
         res.reasons = tuple(f"[{b.category}] {b.reason}" for b in explained.break_reasons) + tuple(
             f"[eager frame] {f}" for f in explained.eager_frames)
         res.capture_s = seconds
-        want, got = _tensors(expected), _tensors(out)
+        want, got = output_tensors(expected), output_tensors(out)
         res.correct = len(want) == len(got) and all(torch.equal(a, b) for a, b in zip(want, got))
         if reference:
             with torch.no_grad():
