@@ -4,7 +4,9 @@
 downloaded: `HF_HUB_OFFLINE=1`), runs each in eval mode eagerly, under bytegraph (`eager`
 backend, through `bytegraph.explain`) and under `torch.compile(backend="eager")` (reference only),
 checks that every output tensor equals eager's, and prints per model: graphs, breaks and ops for
-both systems, then the break reasons ranked by how many models hit them.
+both systems and the wall time of each one's first (capturing) call, then bytegraph's break
+reasons ranked by how many models hit them. Capture times are those of `explain` runs (one
+capture each, on a shared machine): a rough comparison, not `make bench`'s measurement.
 
 The model table `MODELS` is also what tests/test_transformers_models.py draws its cases from.
 """
@@ -149,6 +151,7 @@ class Result:
     ref_graphs: int | None = None
     ref_breaks: int | None = None
     ref_ops: int | None = None
+    ref_capture_s: float | None = None
     correct: bool | None = None
     capture_s: float | None = None
     error: str | None = None
@@ -188,7 +191,9 @@ def measure(case: ModelCase, reference: bool) -> Result:
         res.correct = len(want) == len(got) and all(torch.equal(a, b) for a, b in zip(want, got))
         if reference:
             with torch.no_grad():
+                start = time.perf_counter()
                 res.ref_graphs, res.ref_breaks, res.ref_ops = _run_reference(model, inputs)
+                res.ref_capture_s = time.perf_counter() - start
     except Exception as exc:  # a failing model is reported in its row; the run goes on
         res.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:160]
     return res
@@ -215,7 +220,7 @@ def main(argv=None) -> int:
     names = args.names or list(MODELS)
     results = []
     header = f"{'model':16} {'ok':>3} {'graphs':>6} {'breaks':>6} {'ops':>5} {'eager':>5} {'cap s':>6}   " \
-             f"{'tc graphs':>9} {'tc breaks':>9} {'tc ops':>6}"
+             f"{'tc graphs':>9} {'tc breaks':>9} {'tc ops':>6} {'tc cap s':>8}"
     print(header)
     for name in names:
         r = measure(MODELS[name], not args.no_reference)
@@ -223,7 +228,8 @@ def main(argv=None) -> int:
         if r.error:
             print(f"{name:16} ERROR {r.error}")
             continue
-        ref = f"{r.ref_graphs!s:>9} {r.ref_breaks!s:>9} {r.ref_ops!s:>6}"
+        ref_s = f"{r.ref_capture_s:.2f}" if r.ref_capture_s is not None else "-"
+        ref = f"{r.ref_graphs!s:>9} {r.ref_breaks!s:>9} {r.ref_ops!s:>6} {ref_s:>8}"
         print(f"{name:16} {'yes' if r.correct else 'NO':>3} {r.graphs:>6} {r.breaks:>6} {r.ops:>5} "
               f"{r.eager_frames:>5} {r.capture_s:>6.2f}   {ref}", flush=True)
     ranked = collections.Counter()
