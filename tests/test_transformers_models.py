@@ -87,3 +87,17 @@ def test_gpt2_training_step_matches_eager():
     assert grads_e.keys() == grads_c.keys()
     for name in grads_e:
         torch.testing.assert_close(grads_c[name], grads_e[name], msg=name)
+
+
+@pytest.mark.parametrize("name", ["bert", "llama"])
+def test_padded_attention_mask_matches_eager(name):
+    """`attention_mask` with padding: the masking utilities (`torch.finfo(dtype).min` fills)."""
+    model, inputs = MODELS[name].build()
+    inputs["attention_mask"][1, -3:] = 0
+    with torch.no_grad():
+        expected = model(**inputs)
+        bytegraph.reset()
+        explained = bytegraph.explain(model, **inputs)
+    _assert_same_outputs(expected, explained.result)
+    assert not explained.eager_frames, explained.eager_frames
+    assert explained.graph_break_count <= MAX_BREAKS[name], "\n".join(map(str, explained.break_reasons))
