@@ -142,3 +142,21 @@ def test_made_during_tracing_breaks_with_reason():
     out = bytegraph.explain(fn, torch.ones(2))
     assert torch.equal(out.result, torch.ones(2))
     assert out.break_reasons
+
+
+def test_getitem_of_defaultdict_subclass_breaks_not_runs_missing():
+    import collections
+
+    class Counts(collections.defaultdict):
+        def read(self, key):
+            return super().__getitem__(key)
+
+    counts = Counts(int)
+
+    def fn(x):
+        return x + counts.read("new")
+
+    out = bytegraph.explain(fn, torch.ones(2))
+    assert any("__missing__" in b.reason for b in out.break_reasons), [b.reason for b in out.break_reasons]
+    assert dict(counts) == {"new": 0}  # inserted once, by the eager call at the break
+    torch.testing.assert_close(out.result, torch.ones(2))

@@ -1,15 +1,24 @@
 """A frame with closure cells (locals captured by inner functions, or a closure's own free
-variables) that breaks inside `try`/`with` resumes like any other frame: the rest is
-captured in a resume function that takes the cells (Note [Resumed cells]) and keeps the
-user's handlers (Note [Breaks inside blocks]). Also: the resume functions' registry keys
-code objects by identity, so one rebuilt after `reset()` keeps its entry."""
+variables) that breaks inside `try`/`with`: correct today (the rest runs eagerly, with a
+reason); resuming it like any other frame is pinned by strict xfails (see `_NOT_YET`).
+Also: the resume functions' registry keys code objects by identity, so one rebuilt after
+`reset()` keeps its entry."""
 import gc
+
+import pytest
 
 import torch
 
 import bytegraph
 from bytegraph.translate.resume import forget_resume_functions, is_resume_code, make_resume_function
 from helpers import check
+
+_NOT_YET = pytest.mark.xfail(strict=True, reason=(
+    "a frame with closure cells that breaks inside try/with still runs the rest eagerly: resuming "
+    "it there (removing that rule in breaks.cells_reason) made torch.optim's Adam step diverge "
+    "(tests/test_training_step.py cnn-adam: conv.bias after 5 steps) and fuzz seeds 689/805/847/866 "
+    "fail (a user context manager's block: the body-copy path runs on the frame's own cells, which "
+    "the trace never wrote); not yet understood for the first"))
 
 
 def _explain(fn, *args):
@@ -18,6 +27,7 @@ def _explain(fn, *args):
     return out
 
 
+@_NOT_YET
 def test_cells_break_inside_try_resumes():
     def fn(x):
         scale = 2.0
@@ -36,6 +46,7 @@ def test_cells_break_inside_try_resumes():
     assert _explain(fn, torch.randn(3)).graph_break_count == 1
 
 
+@_NOT_YET
 def test_cells_break_inside_no_grad_with_cell_written_after_break():
     def fn(x):
         scale = 2.0
@@ -52,6 +63,7 @@ def test_cells_break_inside_no_grad_with_cell_written_after_break():
     check(fn, torch.randn(3, requires_grad=True), graphs=2)
 
 
+@_NOT_YET
 def test_cells_break_inside_try_then_handler_and_finally_run():
     def fn(x):
         acc = []
@@ -89,6 +101,7 @@ def _double(x):
     return x * 2
 
 
+@_NOT_YET
 def test_closure_free_variable_break_inside_try_in_inlined_call():
     def fn(x):
         return _double(x) + 1
@@ -97,9 +110,8 @@ def test_closure_free_variable_break_inside_try_in_inlined_call():
     assert not _explain(fn, torch.randn(3)).eager_frames
 
 
-def test_cell_read_before_assignment_after_break_still_runs_eagerly():
-    """The cells rule that stays (an empty cell read after the break would raise
-    ValueError instead of NameError): the frame runs eagerly, and says so."""
+def test_cells_break_inside_try_runs_eagerly_with_reason():
+    """Today's rule: the rest of the frame runs eagerly, correct, and the break says why."""
     def fn(x, flag):
         def get():
             return late
@@ -113,7 +125,7 @@ def test_cell_read_before_assignment_after_break_still_runs_eagerly():
 
     out = bytegraph.explain(fn, torch.ones(2), True)
     torch.testing.assert_close(out.result[0], fn(torch.ones(2), True)[0])
-    assert any("closure variable late" in b.reason for b in out.break_reasons), [b.reason for b in out.break_reasons]
+    assert any("closure cells" in b.reason for b in out.break_reasons), [b.reason for b in out.break_reasons]
 
 
 def _resumable(x):

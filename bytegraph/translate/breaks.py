@@ -109,6 +109,8 @@ def cells_reason(tx, index: int) -> str | None:
         return "the frame deletes a variable captured by inner functions"
     if _READ_LOCALS.intersection(code.co_names):
         return "the frame has closure cells and may read its locals as a dict or call super()"
+    if handlers(tx.code)[index] is not None:
+        return "the frame has closure cells and breaks inside try/with"
     for name in sorted(cells_read_before_written(code, at)):
         if _cell(tx, name).contents is None:
             return f"the closure variable {name} may be read after the break before it is assigned"

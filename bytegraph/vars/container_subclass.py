@@ -59,6 +59,9 @@ class BaseContainerMethodVariable(VariableTracker):
                            category="unsupported call")
         if self.obj.source is None:
             tx.unsupported(f"{what}() of {self.obj.describe()}, made during tracing", category="unsupported call")
+        if self.method.__name__ == "__getitem__" and hasattr(type(self.obj.value), "__missing__"):
+            tx.unsupported(f"{what}() of {self.obj.describe()}, whose class defines __missing__ (a missing key "
+                           f"runs it, and it may insert)", category="unsupported call")
         consts = tuple(a.as_python_constant() for a in args)
         try:
             result = self.method(self.obj.value, *consts)
