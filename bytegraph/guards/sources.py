@@ -461,3 +461,32 @@ class MethodResultSource(Source):
 
     def describe(self) -> str:
         return f"{self.base.describe()}.{self.method}()"
+
+
+@source_class
+class CMethodResultSource(Source):
+    """What the C method `fn` of a builtin type (`dict.get`) returns for the value at `base`
+    and constant `args` (str/int/bool/None, spelled by their repr): the contents of a
+    builtin container subclass, read past any Python override of its methods."""
+
+    base: Source
+    fn: object
+    args: tuple
+
+    def name(self) -> str:
+        return f"{ObjectSource(self.fn).name()}({self.base.name()}{''.join(f', {a!r}' for a in self.args)})"
+
+    def describe(self) -> str:
+        args = "".join(f", {a!r}" for a in self.args)
+        return f"{self.fn.__objclass__.__name__}.{self.fn.__name__}({self.base.describe()}{args})"
+
+    def prefix(self) -> Source:
+        return self.base
+
+    def reconstruct(self, cg) -> None:
+        cg.push_null()
+        cg.load_const(self.fn)
+        cg.load_source(self.base)
+        for arg in self.args:
+            cg.load_const(arg)
+        cg.call(1 + len(self.args))

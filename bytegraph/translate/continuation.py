@@ -20,18 +20,18 @@ continuation's own code, so the resume functions of a loop with a break converge
 from __future__ import annotations
 
 import types
-import weakref
 
 from bytecode import Instr
 
 from .._bytecode.assemble import make_code
+from .._bytecode.code_map import CodeMap
 from .._bytecode.instructions import instructions_of
 
 _FILENAME = "<bytegraph continuation>"
 _cache: dict = {}
 # continuation code -> (calls, instruction index of each call's CALL: innermost first);
-# weak: the entry goes with the continuation's code
-_CALLS = weakref.WeakKeyDictionary()
+# by identity (`CodeMap`): the entry goes with the continuation's code
+_CALLS = CodeMap()
 
 
 def forget_continuations() -> None:

@@ -36,6 +36,7 @@ from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
 from bytecode.instr import CellVar, FreeVar
 
 from .._bytecode.assemble import make_code, strip_prologue
+from .._bytecode.code_map import CodeMap
 from .._bytecode.instructions import instructions_of
 
 _VARARGS_FLAGS = 0x04 | 0x08
@@ -109,8 +110,8 @@ def resume_name(code: types.CodeType, index: int) -> str:
 # A resume function's code -> (the user's code it resumes, the index there of each of its
 # instructions, -1 in its prologue). A break inside a resume function resumes the
 # *user's* code again, so a loop with a break reuses one resume function instead of
-# nesting new ones. Weak: the entry goes with the resume function's code.
-_ORIGIN = weakref.WeakKeyDictionary()
+# nesting new ones. By identity (`CodeMap`): the entry goes with the resume function's code.
+_ORIGIN = CodeMap()
 _cache: dict = {}  # (user code, index, stack layout, live locals, globals) -> resume function
 
 

@@ -19,6 +19,7 @@ from ..guards.guard import GuardKind
 from ..guards.sources import AttrSource, ItemSource, ObjectSource
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .container_subclass import BaseContainerMethodVariable, is_read_only_base_method
 from .functions import BoundMethodVariable
 from .lazy_int import wrap_int
 from .object_protocol import real_hasattr
@@ -63,6 +64,8 @@ def bind_class_attribute(tx, obj: VariableTracker, owner: type, name: str, attr,
         descriptor = tx.wrap(attr, class_dict_source(owner, name))
         return tx.wrap(getter, None).call_function(
             tx, [descriptor, obj, ClassVariable(obj.python_type())], {})
+    if getter is not None and obj.source is not None and is_read_only_base_method(attr):
+        return BaseContainerMethodVariable(attr, obj)
     if getter is not None and not isinstance(attr, type):
         tx.unsupported(f"descriptor {name!r} ({type(attr).__name__}) of {obj.describe()}",
                        category="unsupported attribute")

@@ -316,6 +316,10 @@ class NestedFunctionVariable(BaseFunctionVariable):
             return ConstantVariable(self.f_globals.get("__name__"))
         if name == "__doc__":
             return ConstantVariable(_doc_of(self.code))
+        if name == "__code__":
+            from .code_object import CodeVariable
+
+            return CodeVariable(self.code)
         if name == "__defaults__":
             return self.defaults if self.defaults is not None else ConstantVariable(None)
         if name == "__kwdefaults__":

@@ -25,6 +25,8 @@ of what it walks and a position, never a copy of the items. `map`, `zip` and
 """
 from __future__ import annotations
 
+import functools
+
 from .base import REPLAY_ITERATOR, VariableTracker
 from .constant import ConstantVariable
 from .containers import BaseListVariable, DictVariable, ListVariable, TupleVariable, _check_mutable
@@ -280,7 +282,11 @@ class HashedIteratorVariable(IteratorVariable):
 
 
 class MapIteratorVariable(IteratorVariable):
+    """`map(fn, *iterators)`; rebuilt at a break as `map(fn, *the iterators rebuilt)`: a
+    map keeps no state of its own, so that is the same iterator at the same position."""
+
     __slots__ = ("fn", "iterators")
+    rebuilt_as_new_object = True
 
     def __init__(self, fn, iterators: list):
         super().__init__(None)
@@ -301,6 +307,17 @@ class MapIteratorVariable(IteratorVariable):
                 return None
             args.append(item)
         return self.fn.call_function(tx, args, {})
+
+    def children(self):
+        return (self.fn, *self.iterators)
+
+    def reconstruct(self, cg) -> None:
+        cg.push_null()
+        cg.load_const(map)
+        cg.reconstruct(self.fn)
+        for it in self.iterators:
+            cg.reconstruct(it)
+        cg.call(1 + len(self.iterators))
 
 
 class FilterIteratorVariable(IteratorVariable):
@@ -327,7 +344,11 @@ class FilterIteratorVariable(IteratorVariable):
 
 
 class ZipIteratorVariable(IteratorVariable):
+    """`zip(*iterators, strict=...)`; rebuilt at a break over the iterators rebuilt (a zip
+    keeps no state of its own)."""
+
     __slots__ = ("iterators", "strict")
+    rebuilt_as_new_object = True
 
     def __init__(self, iterators: list, strict: bool = False):
         super().__init__(None)
@@ -351,9 +372,23 @@ class ZipIteratorVariable(IteratorVariable):
             items.append(item)
         return TupleVariable(items)
 
+    def children(self):
+        return tuple(self.iterators)
+
+    def reconstruct(self, cg) -> None:
+        cg.push_null()
+        cg.load_const(functools.partial(zip, strict=self.strict))
+        for it in self.iterators:
+            cg.reconstruct(it)
+        cg.call(len(self.iterators))
+
 
 class EnumerateIteratorVariable(IteratorVariable):
+    """`enumerate(iterator, start)`; rebuilt at a break as `enumerate(<the iterator rebuilt>,
+    <the next count>)`: the same iterator at the same position."""
+
     __slots__ = ("iterator", "count")
+    rebuilt_as_new_object = True
 
     def __init__(self, iterator, start: int = 0):
         super().__init__(None)
@@ -377,6 +412,16 @@ class EnumerateIteratorVariable(IteratorVariable):
     def _count(self, tx, count: int) -> None:
         _check_mutable(tx, self, "__next__")
         self.count = count
+
+    def children(self):
+        return (self.iterator,)
+
+    def reconstruct(self, cg) -> None:
+        cg.push_null()
+        cg.load_const(enumerate)
+        cg.reconstruct(self.iterator)
+        cg.load_const(self.count)
+        cg.call(2)
 
 
 def iterator_of(tx, vt) -> IteratorVariable:

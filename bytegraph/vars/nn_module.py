@@ -494,8 +494,10 @@ class NNModuleVariable(UserObjectVariable):
         module = self.value
         children = self._slot_dict(tx, "_modules")  # guards the keys: an index names one child
         if isinstance(key, slice):
-            tx.unsupported(f"slicing {self.describe()} creates a new module",
-                           category="unsupported call", hint="index the container with integers instead")
+            if type(module).__init__ not in (torch.nn.Sequential.__init__, torch.nn.ModuleList.__init__):
+                tx.unsupported(f"slicing {self.describe()} creates a new module",
+                               category="unsupported call", hint="index the container with integers instead")
+            return ModuleSliceVariable(self, (key,), list(children.items.values())[key])
         try:
             child = module[key]
         except (IndexError, KeyError, TypeError) as e:
@@ -504,6 +506,59 @@ class NNModuleVariable(UserObjectVariable):
             if v is child:
                 return children.items[k]
         raise AssertionError("indexed child not found in _modules")
+
+
+class ModuleSliceVariable(VariableTracker):
+    """`container[a:b]` of a `ModuleList`/`Sequential` (whose `__getitem__` and `__init__` are
+    torch's): a new container of the same class over some of the children. Indexing, `len` and
+    iteration read the children's trackers; calling it is a graph break; where it escapes
+    (a break, a return) it is rebuilt once by slicing the real container again, as eager
+    made it."""
+
+    __slots__ = ("container", "keys", "items")
+    rebuilt_as_new_object = True
+
+    def __init__(self, container: NNModuleVariable, keys: tuple, items: list):
+        super().__init__(None)
+        self.container = container
+        self.keys = keys  # the slices applied in turn
+        self.items = items
+
+    def python_type(self) -> type:
+        return type(self.container.value)
+
+    def children(self):
+        return (self.container,)
+
+    def unpack(self, tx) -> list:
+        return list(self.items)
+
+    def len_impl(self, tx) -> VariableTracker:
+        return ConstantVariable(len(self.items))
+
+    def truth(self, tx) -> bool:
+        return bool(self.items)
+
+    def getitem_impl(self, tx, key_vt) -> VariableTracker:
+        if not key_vt.is_python_constant():
+            return super().getitem_impl(tx, key_vt)
+        key = key_vt.as_python_constant()
+        if isinstance(key, slice):
+            return ModuleSliceVariable(self.container, (*self.keys, key), self.items[key])
+        if type(key) is not int:
+            return super().getitem_impl(tx, key_vt)
+        if not -len(self.items) <= key < len(self.items):
+            tx.raise_user_error(IndexError(f"index {key} is out of range"))  # torch's wording
+        return self.items[key]
+
+    def reconstruct(self, cg) -> None:
+        cg.reconstruct(self.container)
+        for key in self.keys:
+            cg.load_const(key)
+            cg.binary_subscr()
+
+    def describe(self) -> str:
+        return f"a slice of {self.container.describe()}"
 
 
 class ModuleMethodVariable(VariableTracker):

@@ -21,7 +21,7 @@ from ..guards.guard import GuardKind
 from .constant import ConstantVariable
 from .registry import guard, register
 from .tensor_scalar_args import rewrite_function
-from .autocast import SPECIAL as AUTOCAST_SPECIAL
+from .autocast import SPECIAL as AUTOCAST_SPECIAL, state_query
 from .torch_contexts import null_context
 
 _FACTORIES = (
@@ -272,8 +272,27 @@ def _cast(tx, args, kwargs):
     return args[1]
 
 
+def _guarded_query(fn):
+    """A handler folding a call of `fn` (a query of global state, no arguments) to its
+    current answer, guarded per call; a query that raises (CUDA queries on a build without
+    CUDA) raises the user's error."""
+    def query(tx, args, kwargs):
+        if args or kwargs:
+            tx.unsupported(f"{fn.__qualname__}() with arguments", category="unsupported call")
+        try:
+            fn()
+        except Exception as e:
+            tx.raise_user_error(e)
+        return state_query(tx, fn, [])
+    return query
+
+
 SPECIAL = {
     **AUTOCAST_SPECIAL,  # torch.autocast blocks and the autocast state queries
+    # Global state torch's and libraries' code asks about: functorch transforms (vmap, grad)
+    # active, a CUDA graph being captured.
+    torch._C._are_functorch_transforms_active: _guarded_query(torch._C._are_functorch_transforms_active),
+    torch.cuda.is_current_stream_capturing: _guarded_query(torch.cuda.is_current_stream_capturing),
     # Immutable values made from constants (a dtype, a device string): folded.
     torch.finfo: _fold_value(torch.finfo),
     torch.iinfo: _fold_value(torch.iinfo),

@@ -5,7 +5,7 @@
   what `torch.overrides` lists, plus tensor factories);
 - BUILTIN: a handler with trace-time semantics of its own (`vars/builtins.py::HANDLERS`:
   builtins, `operator`, `math`; `vars/torch_functions.py::SPECIAL`: grad mode, RNG state,
-  `torch.Size`...);
+  `torch.Size`, folded state queries...; `vars/environ.py`: reads of `os.environ`);
 - POLYFILL: a C function with a Python stand-in (`vars/polyfills/`), inlined in its place;
 - INLINE: a Python function, whose bytecode is inlined;
 - BREAK: a call is a graph break; the rule says why and how to avoid it (a Python function
@@ -29,6 +29,7 @@ import types
 from dataclasses import dataclass
 
 from . import counter, deque, keyed_dicts, mappings, namedtuples, polyfills, signatures  # noqa: F401  (their HANDLERS entries)
+from .environ import ENVIRON_READS
 from .builtins import HANDLERS, BuiltinVariable
 from .polyfills import POLYFILLS, PolyfillVariable
 from .torch_functions import GRAPH_OPS, SPECIAL, TorchFunctionVariable, TorchSpecialVariable
@@ -66,6 +67,8 @@ def _table() -> dict:
          for fn in GRAPH_OPS),
         ((fn, Rule(Kind.BUILTIN, "a builtin, operator or math function (builtins.HANDLERS)", BuiltinVariable,
                    handler=h)) for fn, h in HANDLERS.items()),
+        ((fn, Rule(Kind.BUILTIN, "a read of os.environ: folded, the value guarded (vars/environ.py)", tracker))
+         for fn, tracker in ENVIRON_READS.items()),
     )
     rules: dict = {}
     for table in tables:

@@ -1,0 +1,41 @@
+"""Reads of `os.environ` (`os.environ[k]`, `.get(k)`, `k in os.environ`): folded, guarded.
+
+All of them reach `os._Environ.__getitem__` (the `Mapping` methods `get` and
+`__contains__` are inlined and call it). It is a function of `os`, which the trace rules
+do not inline (it does I/O), so this table gives it a rule of its own: a read with a
+constant key runs at trace time, and the answer is guarded per call: the value by
+`os.environ[k] == v`, a missing key by `k not in os.environ` (then the read raises the
+user's KeyError, which `get` and `in` catch). Writes (`__setitem__`, `__delitem__`)
+keep the rule of `os`: a graph break.
+"""
+from __future__ import annotations
+
+import os
+
+from ..guards.guard import Guard, GuardKind
+from ..guards.sources import ItemSource
+from .base import CallableValueVariable
+
+
+class EnvironReadVariable(CallableValueVariable):
+    """`os._Environ.__getitem__`, called as `environ[key]`."""
+
+    __slots__ = ()
+
+    def call_function(self, tx, args, kwargs):
+        if kwargs or len(args) != 2 or args[0].source is None or not args[1].is_python_constant():
+            tx.unsupported("reading os.environ other than with a constant key from an environ read from "
+                           "outside", category="unsupported call")
+        environ, key = args[0], args[1].as_python_constant()
+        try:
+            value = environ.value[key]
+        except KeyError as e:
+            tx.output.add_guard(Guard(GuardKind.NOT_PRESENT, environ.source, key, tx.guard_location()))
+            tx.raise_user_error(e)
+        return tx.wrap(value, ItemSource(environ.source, key))
+
+    def describe(self) -> str:
+        return "os.environ.__getitem__"
+
+
+ENVIRON_READS = {os._Environ.__getitem__: EnvironReadVariable}
