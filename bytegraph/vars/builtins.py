@@ -381,6 +381,15 @@ def _object_setattr(tx, fn, args, kwargs):
     return ConstantVariable(None)
 
 
+@handles(object.__getattribute__)
+def _object_getattribute(tx, fn, args, kwargs):
+    """`object.__getattribute__(obj, name)`, as a `__getattribute__` written in Python calls
+    it (`super().__getattribute__(name)`): the lookup without the class's own hooks."""
+    if not is_user_instance(args[0]) or kwargs or len(args) != 2 or not args[1].is_python_constant():
+        tx.unsupported(f"object.__getattribute__() on {args[0].describe()}", category="unsupported call")
+    return args[0].generic_getattr(tx, args[1].as_python_constant(), dynamic=False)
+
+
 @handles(object.__init__)
 def _object_init(tx, fn, args, kwargs):
     if len(args) != 1 or kwargs:

@@ -140,13 +140,25 @@ class UserObjectVariable(VariableTracker):
 
     # ---- attribute reads ---------------------------------------------------------------
     def var_getattr(self, tx, name):
+        getattribute = class_lookup(type(self.value), "__getattribute__")[1]
+        if not isinstance(getattribute, types.FunctionType):  # object's, or a builtin base's generic one
+            return self.generic_getattr(tx, name)
+        if class_lookup(type(self.value), "__getattr__")[1] is not MISSING:
+            tx.unsupported(f"reading {name!r} of {self.describe()}, whose class defines both __getattribute__ "
+                           "and __getattr__", category="unsupported attribute")
+        return tx.wrap(getattribute, None).call_function(tx, [self, ConstantVariable(name)], {})
+
+    def generic_getattr(self, tx, name, dynamic: bool = True):
+        """`object.__getattribute__(self, name)`, then the class's Python `__getattr__` on a
+        miss when `dynamic` (CPython's attribute hook); `dynamic=False` is the bare
+        `object.__getattribute__` a Python `__getattribute__` calls."""
         cls = type(self.value)
         if self.attrs is not None and name in self.attrs:
             pending = self.attrs[name]
             if pending is not _DELETED:
                 return pending
             if class_lookup(cls, name)[1] is MISSING:
-                return self._dynamic_getattr(tx, name)
+                return self._dynamic_getattr(tx, name, dynamic)
             tx.unsupported(f"reading class attribute {name!r} after deleting the instance attribute",
                            category="side effect")
         src = AttrSource(self.source, name) if self.source is not None else None
@@ -163,7 +175,7 @@ class UserObjectVariable(VariableTracker):
         if inst_dict is not None and self.source is not None:
             tx.guard_attr_presence(self.source, name, False)  # an instance attribute would shadow it
         if cls_attr is MISSING:
-            return self._dynamic_getattr(tx, name)
+            return self._dynamic_getattr(tx, name, dynamic)
         return bind_class_attribute(tx, self, owner, name, cls_attr, src)
 
     def _data_descriptor_get(self, tx, name, owner, descriptor, src):
@@ -178,8 +190,8 @@ class UserObjectVariable(VariableTracker):
                            category="unsupported attribute")
         return bind_class_attribute(tx, self, owner, name, descriptor, src)
 
-    def _dynamic_getattr(self, tx, name):
-        getattr_fn = class_lookup(type(self.value), "__getattr__")[1]
+    def _dynamic_getattr(self, tx, name, dynamic: bool = True):
+        getattr_fn = class_lookup(type(self.value), "__getattr__")[1] if dynamic else MISSING
         if isinstance(getattr_fn, types.FunctionType):
             return tx.wrap(getattr_fn, None).call_function(tx, [self, ConstantVariable(name)], {})
         tx.raise_user_error(AttributeError(f"{type(self.value).__name__!r} object has no attribute {name!r}"))
