@@ -116,8 +116,6 @@ def cells_reason(tx, index: int) -> str | None:
         return "the frame deletes a variable captured by inner functions"
     if _READ_LOCALS.intersection(code.co_names):
         return "the frame has closure cells and may read its locals as a dict or call super()"
-    if handlers(tx.code)[index] is not None:
-        return "the frame has closure cells and breaks inside try/with"
     for name in sorted(cells_read_before_written(code, at)):
         if _cell(tx, name).contents is None:
             return f"the closure variable {name} may be read after the break before it is assigned"
@@ -223,6 +221,8 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
     waiting_values = [vt for _, before, after in waiting for vt in before + after]
     values = waiting_values + [vt for vt in stack if vt is not NULL] + [vt for _, vt in live]
     emit_graph_call(cg, TupleVariable(values))
+    root_tx = cg.tx
+    cg.frame_cells = {id(root_tx.cells[n]): n for n in root_tx.code.co_cellvars if n in root_tx.cells}
     for i, vt in enumerate(waiting_values):
         cg.reconstruct(vt)
         cg.store_fast(_waiting_temp(i))
@@ -238,6 +238,7 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
         cg.reconstruct(vt)
         cg.store_fast(_local_temp(name))
     restore_world(cg)
+    cg.write_frame_cells()
     pops, pushes = _effect(inst)
     keep = len(stack) - pops
     handler = handlers(code)[index] if root else None
