@@ -1,11 +1,11 @@
 """A frame with closure cells (locals captured by inner functions, or a closure's own free
-variables) that breaks inside `try`/`with`: correct today (the rest runs eagerly, with a
-reason); resuming it like any other frame is pinned by strict xfails (see `_NOT_YET`).
-Also: the resume functions' registry keys code objects by identity, so one rebuilt after
-`reset()` keeps its entry."""
+variables) that breaks inside `try`/`with` resumes like any other frame (Note [Frame cells
+at a break] in translate/breaks.py): closures made before the break, the code after it and
+the user's handlers see the same cells as eager. Also: the resume functions' registry keys
+code objects by identity, so one rebuilt after `reset()` keeps its entry."""
+import contextlib
 import gc
-
-import pytest
+import time
 
 import torch
 
@@ -13,17 +13,14 @@ import bytegraph
 from bytegraph.translate.resume import forget_resume_functions, is_resume_code, make_resume_function
 from helpers import check
 
-_NOT_YET = pytest.mark.xfail(strict=True, reason=(
-    "a frame with closure cells that breaks inside try/with still runs the rest eagerly: resuming "
-    "it there (removing that rule in breaks.cells_reason) made torch.optim's Adam step diverge "
-    "(tests/test_training_step.py cnn-adam: conv.bias after 5 steps) and fuzz seeds 689/805/847/866 "
-    "fail (a user context manager's block: the body-copy path runs on the frame's own cells, which "
-    "the trace never wrote); not yet understood for the first"))
-
 
 def _explain(fn, *args):
+    """`explain` output of a capture that ran no frame eagerly: no eager entry, and no break
+    whose frame runs the rest eagerly (`explain` lists those as break reasons only)."""
     out = bytegraph.explain(fn, *args)
     assert not out.eager_frames, out.eager_frames
+    eager = [b.reason for b in out.break_reasons if "runs eagerly" in b.reason]
+    assert not eager, eager
     return out
 
 
@@ -225,8 +222,6 @@ def test_handler_after_break_reads_cells_written_before_it():
 def test_breaking_instruction_raises_into_handler_that_reads_the_cells():
     """The breaking call raises: the user's handler runs in a copy of the body on the
     frame's real cells, which hold what the trace wrote."""
-    import time
-
     def fn(x, delay):
         note = "before"
 
@@ -241,11 +236,10 @@ def test_breaking_instruction_raises_into_handler_that_reads_the_cells():
             return y * 2, note, get()
         return y, note, get()
 
-    check(fn, torch.randn(2), -1.0, graphs=1)
-    assert not bytegraph.explain(fn, torch.randn(2), -1.0).eager_frames
+    _graphs_and_no_eager_frame(fn, torch.randn(2), -1.0, graphs=1)
 
 
-def test_cell_written_before_break_inside_user_with_and_exit_sees_it():
+def test_cell_written_before_break_inside_user_with_block():
     def fn(x, log):
         level = 0
 
@@ -260,8 +254,7 @@ def test_cell_written_before_break_inside_user_with_and_exit_sees_it():
         log.append(level)
         return y, tag(x)
 
-    check(fn, torch.randn(3), [], graphs=2)
-    assert not bytegraph.explain(fn, torch.randn(3), []).eager_frames
+    _graphs_and_no_eager_frame(fn, torch.randn(3), [], graphs=2)
 
 
 def test_cell_written_after_break_inside_enable_grad_under_no_grad():
@@ -394,9 +387,7 @@ def test_break_in_loop_inside_try_with_cell_accumulating():
             x = x - total
         return x, total
 
-    out = bytegraph.explain(fn, torch.randn(2))
-    assert not out.eager_frames, out.eager_frames
-    check(fn, torch.randn(2))
+    _graphs_and_no_eager_frame(fn, torch.randn(2), graphs=4)
 
 
 def test_break_inside_except_body_writes_cells_for_the_body_copy():
@@ -425,8 +416,6 @@ def test_break_in_block_of_contextmanager_with_cell_written_before_it():
     """A break inside the block of a `contextlib.contextmanager`: the block resumes with the
     cell written before the break (the manager's exit, iterating its real generator, breaks
     again in the resume function)."""
-    import contextlib
-
     @contextlib.contextmanager
     def managed(log):
         log.append("in")
@@ -480,3 +469,21 @@ def test_decorator_wrapper_with_free_variable_and_counter_breaks_inside_try():
         counter.cell_contents = 0
     check(fn, torch.randn(3), graphs=3, setup=reset, state=lambda: counter.cell_contents)
     assert not _explain(fn, torch.randn(3)).eager_frames
+
+
+@torch.autocast("cpu", dtype=torch.bfloat16)
+def _autocast_decorated(a, b):
+    y = a @ b
+    bytegraph.graph_break()
+    return y @ b, torch.is_autocast_enabled("cpu")
+
+
+def test_torch_autocast_decorator_wrapper_resumes_inside_its_block():
+    """torch's `@autocast` wrapper (free variables: the manager and the function) breaks
+    inside its `with` block: the block resumes with autocast still active."""
+    def fn(a, b):
+        y, on = _autocast_decorated(a, b)
+        return y.float() + 1, on, (a @ b).dtype
+
+    check(fn, torch.randn(4, 4), torch.randn(4, 4), rtol=1e-2, atol=1e-2)
+    assert not _explain(fn, torch.randn(4, 4), torch.randn(4, 4)).eager_frames
