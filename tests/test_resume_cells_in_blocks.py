@@ -6,6 +6,7 @@ code objects by identity, so one rebuilt after `reset()` keeps its entry."""
 import contextlib
 import gc
 import time
+import weakref
 
 import torch
 
@@ -487,3 +488,40 @@ def test_torch_autocast_decorator_wrapper_resumes_inside_its_block():
 
     check(fn, torch.randn(4, 4), torch.randn(4, 4), rtol=1e-2, atol=1e-2)
     assert not _explain(fn, torch.randn(4, 4), torch.randn(4, 4)).eager_frames
+
+
+class _Key:
+    pass
+
+
+_KEY = _Key()
+
+
+def _make_weak_table_reader():
+    table = {weakref.ref(_KEY): 3}  # keys the tracer does not follow
+
+    def read(x):
+        try:
+            y = x + 1
+            bytegraph.graph_break()
+            return y * len(table)
+        finally:
+            pass
+    return read
+
+
+_read_weak_table = _make_weak_table_reader()
+
+
+def test_cell_the_trace_never_read_holding_an_untraceable_value():
+    """Whether a cell the code after the break reads is empty is asked of its contents,
+    wrapped only then: a value the tracer does not follow keeps that frame from resuming
+    (with the reason), and the caller's capture goes on around the call."""
+    def fn(x):
+        return _read_weak_table(x * 2) - 1
+
+    check(fn, torch.randn(3))
+    reasons = [b.reason for b in bytegraph.explain(fn, torch.randn(3)).break_reasons]
+    assert any("the closure variable table holds a value the tracer cannot follow (a dict with keys other "
+               "than constants and tensors)" in r for r in reasons), reasons
+    assert bytegraph.explain(fn, torch.randn(3)).graphs, "the caller is still captured"

@@ -71,6 +71,7 @@ from bytecode import Instr, Label, TryBegin, TryEnd
 
 from .._bytecode.analysis import cells_read_before_written, handlers, live_locals
 from .._bytecode.instructions import instructions_of
+from ..errors import GraphBreak
 from ..vars.containers import TupleVariable
 from .continuation import make_continuation, waiting_calls
 from .ops_stack import NULL
@@ -132,7 +133,11 @@ def cells_reason(tx, index: int) -> str | None:
     if _READ_LOCALS.intersection(code.co_names):
         return "the frame has closure cells and may read its locals as a dict or call super()"
     for name in sorted(cells_read_before_written(code, at)):
-        if _cell(tx, name).contents is None:
+        try:
+            empty = _cell(tx, name).contents is None  # a cell the trace never read is wrapped now
+        except GraphBreak as e:
+            return f"the closure variable {name} holds a value the tracer cannot follow ({e.reason})"
+        if empty:
             return f"the closure variable {name} may be read after the break before it is assigned"
     return None
 
