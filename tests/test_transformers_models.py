@@ -16,8 +16,10 @@ from bench.hf_models import MODELS, output_tensors  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 
-# model -> at most this many graph breaks (measured with transformers 5.24.0)
-MAX_BREAKS = {"gpt2": 2, "bert": 2, "llama": 3, "t5": 9, "vit": 2, "whisper_encoder": 2}
+# model -> at most this many graph breaks (measured with transformers 5.24.0). More than before
+# frames with closure cells resumed after a break inside try/with (transformers' forward
+# decorators): the frames those ran eagerly are traced now, and break further in.
+MAX_BREAKS = {"gpt2": 4, "bert": 9, "llama": 5, "t5": 13, "vit": 4, "whisper_encoder": 4}
 
 _REMAINING = ("creating a ModelOutput (a dataclass + OrderedDict subclass whose metaclass is "
               "_BCCacheNameMeta) and transformers' per-layer config view (ABCMeta) break: objects of "

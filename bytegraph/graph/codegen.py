@@ -17,6 +17,8 @@ from __future__ import annotations
 from bytecode import Instr, Label
 from bytecode.instr import CellVar, FreeVar
 
+from ..guards.sources import LocalSource
+
 GRAPH_OUT = "__bg_graph_out"
 _NO_ARG = object()
 
@@ -32,6 +34,11 @@ class PyCodegen:
         self.tempvars: dict = {}  # id(tracker made during tracing) -> local holding its real value
         self.source_locals: dict = {}  # Source -> local holding its value, while the graph's inputs load
         self.unbinds: list = []  # (Label, names kept) of `unbind_locals_except`
+        # At a break: id(CellVariable) -> the root frame's own cell variable it stands for, and
+        # the temporaries holding the contents to write into those cells (Note [Frame cells at
+        # a break] in translate/breaks.py).
+        self.frame_cells: dict = {}
+        self.frame_cell_writes: dict = {}
 
     def unbind_locals_except(self, keep) -> None:
         """Here, unbind every local that the code before this point stored, except `keep`
@@ -213,6 +220,32 @@ class PyCodegen:
         """Push the cell object itself of the frame's cell or free variable `name`."""
         self._emit("LOAD_CLOSURE", FreeVar(name) if name in self.code.co_freevars else CellVar(name))
 
+    def load_frame_cell(self, vt) -> bool:
+        """Push the root frame's own cell that the cell tracker `vt` stands for at a break
+        (Note [Frame cells at a break] in translate/breaks.py), first loading its traced
+        contents into a temporary that `write_frame_cells` stores into it; False if `vt`
+        stands for none."""
+        name = self.frame_cells.get(id(vt))
+        if name is None:
+            return False
+        if name not in self.frame_cell_writes:
+            self.frame_cell_writes[name] = None  # first: the contents may be a closure over this cell
+            contents = vt.known_contents()
+            if contents is not None and not _is_own_argument(contents, name):
+                temp = f"__bg_cell_{name}"
+                self.reconstruct(contents)
+                self.store_fast(temp)
+                self.frame_cell_writes[name] = temp
+        self.load_closure(name)
+        return True
+
+    def write_frame_cells(self) -> None:
+        """Store the contents loaded by `load_frame_cell` into the root frame's cells."""
+        for name, temp in self.frame_cell_writes.items():
+            if temp is not None:
+                self.load_fast(temp)
+                self.store_deref(name)
+
     def pop_top(self) -> None:
         self._emit("POP_TOP")
 
@@ -237,3 +270,8 @@ class PyCodegen:
             push_new()
         return push, self.call_and_pop_2
 
+
+def _is_own_argument(contents, name: str) -> bool:
+    """Whether `contents` is the argument `name` itself, which the frame's MAKE_CELL put
+    into that cell (the cell already holds it)."""
+    return contents.source == LocalSource(name)

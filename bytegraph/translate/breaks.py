@@ -37,6 +37,21 @@ the block ends (once, with eager's arguments). A break at BEFORE_WITH itself (in
 block with its two results. A block kept by a manager of another kind (or a break
 inside an `except` body, whose kept slots hold the exception) keeps the body-copy path.
 
+Note [Frame cells at a break]
+The root frame's own cell variables (its `co_cellvars`, made by MAKE_CELL) are trackers
+made during tracing; the real frame has the cells too, but nothing wrote them. At a break
+the residual code uses those real cells, not new ones: every tracker of such a cell is
+rebuilt as `LOAD_CLOSURE <name>` (`PyCodegen.load_frame_cell`, from
+`CellVariable.reconstruct`), its traced contents are loaded into `__bg_cell_<name>` with
+the other values and stored with `STORE_DEREF <name>` after the side-effect replay
+(`write_frame_cells`). So a closure made before the break, the resume function (which
+takes the cell itself, Note [Resumed cells]), the user's handler run in a copy of the
+body when the breaking instruction raises, and a body copy that runs the rest of the
+frame (a break in an `except` body, or in another kind of manager's block) all share one
+cell, as in eager. Only cells something rebuilt reaches are written (a live cell, or one a
+rebuilt closure holds); the others nobody after the break can read. The frame's free
+variables and a resume function's cells are real cells already (their writes are replayed).
+
 Note [Breaks that read locals]
 A break at a call of `locals()`, `vars()`, `dir()`, or `eval`/`exec` without a locals
 mapping cannot run that call in the residual code, nor resume after it: the frame
@@ -56,6 +71,7 @@ from bytecode import Instr, Label, TryBegin, TryEnd
 
 from .._bytecode.analysis import cells_read_before_written, handlers, live_locals
 from .._bytecode.instructions import instructions_of
+from ..errors import GraphBreak
 from ..vars.containers import TupleVariable
 from .continuation import make_continuation, waiting_calls
 from .ops_stack import NULL
@@ -116,10 +132,12 @@ def cells_reason(tx, index: int) -> str | None:
         return "the frame deletes a variable captured by inner functions"
     if _READ_LOCALS.intersection(code.co_names):
         return "the frame has closure cells and may read its locals as a dict or call super()"
-    if handlers(tx.code)[index] is not None:
-        return "the frame has closure cells and breaks inside try/with"
     for name in sorted(cells_read_before_written(code, at)):
-        if _cell(tx, name).contents is None:
+        try:
+            empty = _cell(tx, name).contents is None  # a cell the trace never read is wrapped now
+        except GraphBreak as e:
+            return f"the closure variable {name} holds a value the tracer cannot follow ({e.reason})"
+        if empty:
             return f"the closure variable {name} may be read after the break before it is assigned"
     return None
 
@@ -223,6 +241,8 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
     waiting_values = [vt for _, before, after in waiting for vt in before + after]
     values = waiting_values + [vt for vt in stack if vt is not NULL] + [vt for _, vt in live]
     emit_graph_call(cg, TupleVariable(values))
+    root_tx = cg.tx  # Note [Frame cells at a break]
+    cg.frame_cells = {id(root_tx.cells[n]): n for n in root_tx.code.co_cellvars if n in root_tx.cells}
     for i, vt in enumerate(waiting_values):
         cg.reconstruct(vt)
         cg.store_fast(_waiting_temp(i))
@@ -238,6 +258,7 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
         cg.reconstruct(vt)
         cg.store_fast(_local_temp(name))
     restore_world(cg)
+    cg.write_frame_cells()
     pops, pushes = _effect(inst)
     keep = len(stack) - pops
     handler = handlers(code)[index] if root else None

@@ -11,7 +11,8 @@ that cover `i` stay in force and tracebacks show the user's lines. Its name is
 
 Note [Resumed cells]
 A frame with cell variables (locals captured by inner functions) resumes with its *cell
-objects* as arguments, in the place of those locals, so closures made before the break
+objects* as arguments, in the place of those locals (the root frame's own real cells,
+Note [Frame cells at a break] in translate/breaks.py), so closures made before the break
 and the code after it keep sharing them; so do its free variables (a closure's own
 cells), so one resume function serves every closure made from the same code. In the
 resume function's code a cell or free variable `c` is a plain local holding the cell: `LOAD_DEREF c` becomes `LOAD_FAST c; LOAD_ATTR

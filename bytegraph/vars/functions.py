@@ -110,10 +110,12 @@ class CellVariable(VariableTracker):
         self.set_contents(tx, value)
 
     def reconstruct(self, cg) -> None:
-        """Push the cell object itself (a fresh real cell for one made during tracing)."""
+        """Push the cell object itself: the root frame's own cell at a break (Note [Frame
+        cells at a break] in translate/breaks.py), else a fresh real cell for one made
+        during tracing."""
         if self.source is not None:
             self.source.cell().reconstruct(cg)
-        else:
+        elif not cg.load_frame_cell(self):
             cg.push_null()
             cg.load_const(types.CellType)
             if self.contents is None:
