@@ -230,6 +230,12 @@ class VariableTracker:
         """The trackers the replay of this value's writes stores (Note [Replay records])."""
         return (self,)
 
+    def builtin_base_method(self, tx, attr):
+        """`attr`, a C method of a builtin class in the MRO of this value's type
+        (`OrderedDict.keys` on a dict subclass), bound to this value when this kind models
+        that base's state; else None."""
+        return None
+
     def fixed_callable(self):
         """The one real callable object this tracker stands for (a builtin, a torch
         function, an opaque C function), or None."""
