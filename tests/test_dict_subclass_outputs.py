@@ -4,6 +4,7 @@ a `ModelOutput`-like dataclass over an OrderedDict with a metaclass, `__post_ini
 in the trace, used, and returned (rebuilt with eager's items and attributes, in eager's
 order), inside inlined helpers and across a graph break."""
 import dataclasses
+import inspect
 import functools
 from collections import OrderedDict
 from dataclasses import dataclass, fields
@@ -315,3 +316,21 @@ def test_double_star_unpacking():
         return f(**Bag(a=x, b=x + 1))
 
     check(fn, _x(), graphs=1, fullgraph=True)
+
+
+class _Layer(torch.nn.Module):
+    def chunk(self, hidden, extra=None):
+        return hidden * 2
+
+    def forward(self, x):
+        return len(inspect.signature(self.chunk).parameters), list(inspect.signature(self.chunk).parameters)
+
+
+def test_signature_of_a_bound_method_drops_self():
+    """BERT's `apply_chunking_to_forward` counts the parameters of a bound method."""
+    check(_Layer(), _x())
+
+    def fn(layer, x):
+        return layer(x), x + len(inspect.signature(layer.chunk).parameters)
+
+    check(fn, _Layer(), _x(), graphs=1, fullgraph=True)
