@@ -22,7 +22,8 @@ by type):
   `iterate` (`iter`), `reverse_iterate` (`reversed`), `next_item` (`next`), `truth`
   (`bool`), `hasattr_impl`, `key_impl` (hash and equality as a dict key or set member),
   `unpack` (the items, for unpacking), `as_kwargs` (`**` unpacking), `enter_with`
-  (`with`), `is_none`; their defaults are CPython's generic fallbacks (fold on Python
+  (`with`), `is_none`, `builtin_base_method` (a C method of a builtin base class, such as
+  `dict.keys` on a dict subclass, bound to the value); their defaults are CPython's generic fallbacks (fold on Python
   constants, the value's `__len__`/`__getitem__` method, a scan of the items, in
   `vars/object_protocol.py`) or a graph break naming the construct;
 - structure: `children()` (the trackers it holds), `sequence_items()`, the kind flags
