@@ -334,3 +334,29 @@ def test_signature_of_a_bound_method_drops_self():
         return layer(x), x + len(inspect.signature(layer.chunk).parameters)
 
     check(fn, _Layer(), _x(), graphs=1, fullgraph=True)
+
+
+def test_base_methods_called_unbound():
+    def fn(x):
+        bag = Bag(a=x)
+        dict.__setitem__(bag, "k", x * 2)
+        return bag, list(dict.keys(bag)), dict.get(bag, "k") + 1
+
+    _same_attrs(check(fn, _x(), graphs=1, fullgraph=True))
+
+
+def test_unbound_method_of_another_base_raises_like_eager():
+    def fn(x):
+        OrderedDict.move_to_end(Bag(a=x), "a")
+        return x
+
+    check(fn, _x())
+
+
+def test_comparison_breaks_with_a_reason():
+    def fn(x):
+        return Bag(a=1) == {"a": 1}, x + 1
+
+    with pytest.raises(bytegraph.Unsupported, match="__eq__ of new object of type Bag"):
+        bytegraph.compile(fn, fullgraph=True)(_x())
+    check(fn, _x())

@@ -5,8 +5,8 @@ Such an object has two states: its dict items and its instance `__dict__`.
 `DictObjectVariable` is a `NewObjectVariable` (attributes in `attrs`, the class's Python
 methods, `__setattr__`, properties, `super()` as for any user instance) that also holds a
 `DictPartVariable`: a dict tracker of the builtin base's type with the items. A C method of
-the builtin base found on the class (`keys`, `__setitem__`, `update`, reached directly or
-through `super()`) is bound to the object by `builtin_base_method` and runs on the items;
+the builtin base found on the class (`keys`, `__setitem__`, `update`, reached directly, through
+`super()` or called unbound, `dict.keys(obj)`) is bound to the object by `builtin_base_method` and runs on the items;
 the object-protocol slots (`len`, `in`, `[]`, iteration, truth) go to the class's Python
 dunder when it defines one, else to the items. `cls(...)` makes it as `type.__call__`
 does (`vars/construction.py`): `dict.__new__` gives the empty object, then the class's
@@ -114,7 +114,8 @@ class DictObjectVariable(NewObjectVariable):
         self.dict_part = DictPartVariable(self, base)
 
     def builtin_base_method(self, tx, attr):
-        if getattr(attr, "__objclass__", None) in _DICT_BASES:
+        base = getattr(attr, "__objclass__", None)
+        if base in _DICT_BASES and isinstance(self.value, base):
             return DictBaseMethodVariable(attr, self)
         return None
 
