@@ -23,9 +23,9 @@ by type):
   (`bool`), `hasattr_impl`, `key_impl` (hash and equality as a dict key or set member),
   `unpack` (the items, for unpacking), `as_kwargs` (`**` unpacking), `enter_with`
   (`with`), `is_none`, `builtin_base_method` (a C method of a builtin base class, such as
-  `dict.keys` on a dict subclass, bound to the value); their defaults are CPython's generic fallbacks (fold on Python
-  constants, the value's `__len__`/`__getitem__` method, a scan of the items, in
-  `vars/object_protocol.py`) or a graph break naming the construct;
+  `dict.keys` on a dict subclass, bound to the value); their defaults are CPython's
+  generic fallbacks (fold on Python constants, the value's `__len__`/`__getitem__` method,
+  a scan of the items, in `vars/object_protocol.py`) or a graph break naming the construct;
 - structure: `children()` (the trackers it holds), `sequence_items()`, the kind flags
   `is_tensor` and `kept_in_block` (a `try`/`with` stack slot that resume functions take over);
 - residual code: `reconstruct(cg)`, `built_once()` (rebuilt into a temporary once),
