@@ -360,3 +360,17 @@ def test_comparison_breaks_with_a_reason():
     with pytest.raises(bytegraph.Unsupported, match="__eq__ of new object of type Bag"):
         bytegraph.compile(fn, fullgraph=True)(_x())
     check(fn, _x())
+
+
+def test_view_escaping_from_a_class_that_overrides_keys_breaks_with_a_reason():
+    class Keyed(dict):
+        def keys(self):
+            return super().keys()
+
+    def fn(x):
+        d = Keyed(a=x + 1)
+        return d, d.keys()
+
+    with pytest.raises(bytegraph.Unsupported, match="whose class overrides keys"):
+        bytegraph.compile(fn, fullgraph=True)(_x())
+    check(fn, _x())

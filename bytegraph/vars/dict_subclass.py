@@ -96,8 +96,9 @@ class DictPartVariable(DictVariable):
     def reconstruct(self, cg) -> None:
         cls = self.owner.python_type()
         if any(_python_override(cls, name) for name in _VIEW_METHODS):
-            cg.tx.unsupported(f"a view or iterator of {self.owner.describe()}, whose class overrides keys/values/"
-                              "items/__iter__ (the rebuilt object's method would differ)", category="unsupported output")
+            cg.tx.unsupported(f"a view or iterator of {self.owner.describe()}, whose class overrides keys/"
+                              "values/items/__iter__/__reversed__ (the rebuilt object's method would differ)",
+                              category="unsupported output")
         cg.reconstruct(self.owner)
 
     def describe(self) -> str:
