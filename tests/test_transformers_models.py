@@ -112,3 +112,41 @@ def test_padded_attention_mask_matches_eager(name):
     _assert_same_outputs(expected, explained.result)
     assert not explained.eager_frames, explained.eager_frames
     assert explained.graph_break_count <= MAX_BREAKS[name], "\n".join(map(str, explained.break_reasons))
+
+
+def _assert_same_cache(expected, actual):
+    """A DynamicCache made, updated and returned in the trace: same classes, same attributes
+    (in eager's order), same key/value tensors per layer."""
+    assert type(actual) is type(expected)
+    assert list(vars(actual)) == list(vars(expected))
+    assert [type(layer) for layer in actual.layers] == [type(layer) for layer in expected.layers]
+    for want, got in zip(expected.layers, actual.layers):
+        assert list(vars(got)) == list(vars(want))
+        for name, value in vars(want).items():
+            if isinstance(value, torch.Tensor):
+                torch.testing.assert_close(vars(got)[name], value, rtol=0, atol=0)
+            else:
+                assert vars(got)[name] == value, name
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama"])
+def test_use_cache_returns_the_cache_equal_to_eager(name):
+    model, inputs = MODELS[name].build()
+    with torch.no_grad():
+        expected = model(**inputs, use_cache=True)
+        bytegraph.reset()
+        actual = bytegraph.compile(model, fullgraph=True)(**inputs, use_cache=True)
+    assert type(actual) is type(expected) and list(actual.keys()) == list(expected.keys())
+    _assert_same_cache(expected.past_key_values, actual.past_key_values)
+    _assert_same_outputs(expected, actual)
+
+
+def test_generate_with_a_compiled_forward_gives_eagers_tokens():
+    model = _gpt2_lm().eval()
+    ids = torch.randint(1, 99, (2, 6), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        expected = model.generate(ids, max_new_tokens=4, do_sample=False)
+        bytegraph.reset()
+        model.forward = bytegraph.compile(model.forward)
+        actual = model.generate(ids, max_new_tokens=4, do_sample=False)
+    assert torch.equal(actual, expected)
