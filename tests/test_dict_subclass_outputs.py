@@ -357,7 +357,7 @@ def test_comparison_breaks_with_a_reason():
     def fn(x):
         return Bag(a=1) == {"a": 1}, x + 1
 
-    with pytest.raises(bytegraph.Unsupported, match="__eq__ of new object of type Bag"):
+    with pytest.raises(bytegraph.Unsupported, match=r"__eq__\(\) of the items of new object of type Bag"):
         bytegraph.compile(fn, fullgraph=True)(_x())
     check(fn, _x())
 
@@ -372,5 +372,46 @@ def test_view_escaping_from_a_class_that_overrides_keys_breaks_with_a_reason():
         return d, d.keys()
 
     with pytest.raises(bytegraph.Unsupported, match="whose class overrides keys"):
+        bytegraph.compile(fn, fullgraph=True)(_x())
+    check(fn, _x())
+
+
+class Logged(OrderedDict):
+    """OrderedDict's C `__init__`/`update` call a subclass's `__setitem__`."""
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value * 2)
+
+
+def test_ordereddict_init_and_update_go_through_a_python_setitem():
+    def fn(x):
+        d = Logged({"a": x}, b=x + 1)
+        d.update(c=x - 1)
+        d |= {"e": x}
+        return d
+
+    check(fn, _x(), graphs=1, fullgraph=True)
+
+
+def test_dict_update_does_not_call_a_python_setitem():
+    class Doubling(dict):
+        def __setitem__(self, key, value):
+            super().__setitem__(key, value * 2)
+
+    def fn(x):
+        d = Doubling({"a": x}, b=x + 1)
+        d.update(c=x - 1)
+        d["z"] = x
+        return d
+
+    check(fn, _x(), graphs=1, fullgraph=True)
+
+
+def test_ordereddict_pop_with_python_item_access_breaks_with_a_reason():
+    def fn(x):
+        d = Logged(a=x)
+        return d.pop("a"), d
+
+    with pytest.raises(bytegraph.Unsupported, match=r"OrderedDict.pop\(\) of new object of type Logged"):
         bytegraph.compile(fn, fullgraph=True)(_x())
     check(fn, _x())

@@ -8,7 +8,9 @@ methods, `__setattr__`, properties, `super()` as for any user instance) that als
 the builtin base found on the class (`keys`, `__setitem__`, `update`, reached directly, through
 `super()` or called unbound, `dict.keys(obj)`) is bound to the object by `builtin_base_method` and runs on the items;
 the object-protocol slots (`len`, `in`, `[]`, iteration, truth) go to the class's Python
-dunder when it defines one, else to the items. `cls(...)` makes it as `type.__call__`
+dunder when it defines one, else to the items. On a subclass, OrderedDict's `update`
+and `__init__` put each item through `self[k] = v` (traced so); its `pop`/`popitem`/
+`setdefault` then break (they call the class's item access in CPython's own order). `cls(...)` makes it as `type.__call__`
 does (`vars/construction.py`): `dict.__new__` gives the empty object, then the class's
 `__init__` is traced (a dataclass `__init__` and its `__post_init__` included); the base's
 own `__init__` is `update`.
@@ -29,12 +31,14 @@ from .base import VariableTracker
 from .classes import class_lookup
 from .constant import ConstantVariable
 from .containers import DictVariable
-from .dict_keys import load_key
+from .dict_keys import key_tracker, load_key
 from .objects import DELETED, NewObjectVariable
 
 _DICT_BASES = (collections.OrderedDict, dict)
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
 _VIEW_METHODS = ("keys", "values", "items", "__iter__", "__reversed__")
+# what OrderedDict's C methods call on a subclass instead of its own item access
+_ODICT_ITEM_DUNDERS = ("__setitem__", "__getitem__", "__delitem__", "__contains__")
 
 
 def dict_base(cls: type):
@@ -124,19 +128,34 @@ class DictObjectVariable(NewObjectVariable):
         """`attr(self, *args, **kwargs)` for a C method `attr` of the builtin base."""
         name = attr.__name__
         part = self.dict_part
-        if name == "__init__":
+        through_items = part.dict_type is not dict and any(self._overrides(n) for n in _ODICT_ITEM_DUNDERS)
+        if name in ("__init__", "update", "__ior__"):
             if len(args) > 1:
-                tx.raise_user_error(TypeError(f"{part.dict_type.__name__} expected at most 1 argument, got "
-                                              f"{len(args)}"))
-            if args or kwargs:
+                tx.raise_user_error(TypeError(f"{name.strip('_')} expected at most 1 argument, got {len(args)}"))
+            if through_items:  # OrderedDict's update puts each item by `self[k] = v`
+                self._update_by_setitem(tx, args, kwargs)
+            elif args or kwargs:
                 part.call_method(tx, "update", args, kwargs)
-            return ConstantVariable(None)
+            return self if name == "__ior__" else ConstantVariable(None)
+        if through_items and name in ("pop", "popitem", "setdefault"):
+            tx.unsupported(f"OrderedDict.{name}() of {self.describe()}, whose class overrides item access in "
+                           "Python (OrderedDict calls it)", category="unsupported call")
         if name == "copy" and part.dict_type is not dict:
             tx.unsupported(f"OrderedDict.copy() of {self.describe()} (it calls the class)", category="unsupported call")
         if name == "copy":
             return DictVariable(part.items)
         result = part.call_method(tx, name, args, kwargs)
         return self if result is part else result
+
+    def _update_by_setitem(self, tx, args, kwargs) -> None:
+        """`MutableMapping.update` (OrderedDict's `update`/`__init__` of a subclass): each
+        item of the argument, then each keyword, put by `self[key] = value`."""
+        from .containers import _as_mapping
+
+        items = [(key_tracker(k), v) for k, v in (_as_mapping(tx, args[0]) if args else {}).items()]
+        items += [(ConstantVariable(k), v) for k, v in kwargs.items()]
+        for key, value in items:
+            self.setitem_impl(tx, key, value)
 
     # ---- object-protocol slots: the class's Python dunder, else the items ---------------
     def _overrides(self, name: str) -> bool:
