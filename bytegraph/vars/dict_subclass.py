@@ -5,15 +5,16 @@ Such an object has two states: its dict items and its instance `__dict__`.
 `DictObjectVariable` is a `NewObjectVariable` (attributes in `attrs`, the class's Python
 methods, `__setattr__`, properties, `super()` as for any user instance) that also holds a
 `DictPartVariable`: a dict tracker of the builtin base's type with the items. A C method of
-the builtin base found on the class (`keys`, `__setitem__`, `update`, reached directly, through
-`super()` or called unbound, `dict.keys(obj)`) is bound to the object by `builtin_base_method` and runs on the items;
-the object-protocol slots (`len`, `in`, `[]`, iteration, truth) go to the class's Python
-dunder when it defines one, else to the items. On a subclass, OrderedDict's `update`
-and `__init__` put each item through `self[k] = v` (traced so); its `pop`/`popitem`/
-`setdefault` then break (they call the class's item access in CPython's own order). `cls(...)` makes it as `type.__call__`
-does (`vars/construction.py`): `dict.__new__` gives the empty object, then the class's
-`__init__` is traced (a dataclass `__init__` and its `__post_init__` included); the base's
-own `__init__` is `update`.
+the builtin base found on the class (`keys`, `__setitem__`, `update`; reached directly,
+through `super()`, through an operator such as `|=`, or called unbound, `dict.keys(obj)`) is
+bound to the object by `builtin_base_method` and runs on the items; the object-protocol
+slots (`len`, `in`, `[]`, iteration, truth) go to the class's Python dunder when it defines
+one, else to the items. On a subclass that overrides item access in Python, OrderedDict's
+`update`/`__init__`/`|=` put each item through `self[k] = v` (traced so), and its `pop`/
+`popitem`/`setdefault` break (they call the class's item access in CPython's own order).
+`cls(...)` makes it as `type.__call__` does (`vars/construction.py`): `dict.__new__` gives
+the empty object, then the class's `__init__` is traced (a dataclass `__init__` and its
+`__post_init__` included); the base's own `__init__` is `update`.
 
 Returned or live at a graph break, it is rebuilt without running the class's code again
 (its effects were traced): `cls.__new__(cls)`, each item put by the builtin base's own
