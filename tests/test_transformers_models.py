@@ -150,3 +150,43 @@ def test_generate_with_a_compiled_forward_gives_eagers_tokens():
         model.forward = bytegraph.compile(model.forward)
         actual = model.generate(ids, max_new_tokens=4, do_sample=False)
     assert torch.equal(actual, expected)
+
+
+def _llama_config():
+    return transformers.LlamaConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                    intermediate_size=37, vocab_size=99)
+
+
+def test_per_layer_config_view_made_and_returned():
+    """`config.per_layer_config`: a `Sequence` (ABCMeta) view made in the trace and returned."""
+    config = _llama_config()
+
+    def fn(x, config):
+        view = config.per_layer_config
+        return x + len(view), view
+
+    out, view = bytegraph.compile(fn, fullgraph=True)(torch.ones(2), config)
+    expected, eager_view = fn(torch.ones(2), config)
+    torch.testing.assert_close(out, expected)
+    assert type(view) is type(eager_view) and view._config is config and len(view) == len(eager_view)
+
+
+def test_dynamic_cache_created_updated_and_returned():
+    from transformers.cache_utils import DynamicCache
+
+    config = _llama_config()
+
+    def fn(x, config):
+        cache = DynamicCache(config=config)
+        k = x.view(1, 1, 2, 1).expand(1, 4, 2, 8)
+        cache.update(k, k * 2, 0)
+        cache.update(k + 1, k, 1)
+        cache.update(k - 1, k, 0)
+        return cache, cache.get_seq_length(0)
+
+    x = torch.randn(2)
+    bytegraph.reset()
+    cache, length = bytegraph.compile(fn, fullgraph=True)(x, config)
+    expected, expected_length = fn(x, config)
+    assert length == expected_length
+    _assert_same_cache(expected, cache)
