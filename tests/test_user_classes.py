@@ -928,6 +928,16 @@ class DictWithInit(dict):
         super().__init__(v=v)
 
 
+class BytesWithInit(bytes):
+    def __init__(self, v):
+        self.v = len(v)
+
+
+def test_dict_subclass_with_init_is_traced():
+    """A dict subclass made in the trace (vars/dict_subclass.py); it used to break at `dict.__new__`."""
+    check(lambda x: DictWithInit(2)["v"] * x, T(), graphs=1, fullgraph=True)
+
+
 @pytest.mark.parametrize("make", [lambda x: WithMeta(2).v * x, lambda x: WithNew(2).v * x],
                          ids=["metaclass", "custom __new__"])
 def test_metaclass_and_new_are_traced(make):
@@ -936,7 +946,7 @@ def test_metaclass_and_new_are_traced(make):
 
 
 @pytest.mark.parametrize("make, why", [
-    (lambda x: DictWithInit(2)["v"] * x, "creating an instance of DictWithInit .its __new__ is not written in Python"),
+    (lambda x: BytesWithInit(b"ab").v * x, "creating an instance of BytesWithInit .its __new__ is not written in Python"),
     (lambda x: sum(SelfIterator()) * x, "iterator objects with a __next__ method are not traced"),
 ], ids=["C __new__", "__next__ iterator"])
 def test_unsupported_constructs_run_eagerly_and_say_why(make, why):

@@ -22,9 +22,10 @@ by type):
   `iterate` (`iter`), `reverse_iterate` (`reversed`), `next_item` (`next`), `truth`
   (`bool`), `hasattr_impl`, `key_impl` (hash and equality as a dict key or set member),
   `unpack` (the items, for unpacking), `as_kwargs` (`**` unpacking), `enter_with`
-  (`with`), `is_none`; their defaults are CPython's generic fallbacks (fold on Python
-  constants, the value's `__len__`/`__getitem__` method, a scan of the items, in
-  `vars/object_protocol.py`) or a graph break naming the construct;
+  (`with`), `is_none`, `builtin_base_method` (a C method of a builtin base class, such as
+  `dict.keys` on a dict subclass, bound to the value); their defaults are CPython's
+  generic fallbacks (fold on Python constants, the value's `__len__`/`__getitem__` method,
+  a scan of the items, in `vars/object_protocol.py`) or a graph break naming the construct;
 - structure: `children()` (the trackers it holds), `sequence_items()`, the kind flags
   `is_tensor` and `kept_in_block` (a `try`/`with` stack slot that resume functions take over);
 - residual code: `reconstruct(cg)`, `built_once()` (rebuilt into a temporary once),
@@ -229,6 +230,12 @@ class VariableTracker:
     def replayed_values(self):
         """The trackers the replay of this value's writes stores (Note [Replay records])."""
         return (self,)
+
+    def builtin_base_method(self, tx, attr):
+        """`attr`, a C method of a builtin class in the MRO of this value's type
+        (`OrderedDict.keys` on a dict subclass), bound to this value when this kind models
+        that base's state; else None."""
+        return None
 
     def fixed_callable(self):
         """The one real callable object this tracker stands for (a builtin, a torch

@@ -64,6 +64,10 @@ def bind_class_attribute(tx, obj: VariableTracker, owner: type, name: str, attr,
         descriptor = tx.wrap(attr, class_dict_source(owner, name))
         return tx.wrap(getter, None).call_function(
             tx, [descriptor, obj, ClassVariable(obj.python_type())], {})
+    if isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType)):
+        bound = obj.builtin_base_method(tx, attr)
+        if bound is not None:
+            return bound
     if getter is not None and obj.source is not None and is_read_only_base_method(attr):
         return BaseContainerMethodVariable(attr, obj)
     if getter is not None and not isinstance(attr, type):

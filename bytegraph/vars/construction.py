@@ -22,9 +22,11 @@ import torch
 from .base import VariableTracker
 from .classes import class_dict_source, class_lookup
 from .constant import ConstantVariable
+from .dict_subclass import dict_base, dict_instance_reason, new_dict_object
 from .exceptions import construct_exception, is_plain_exception_class
 from .objects import NewObjectVariable, UserObjectVariable
 
+_DICT_NEW = dict.__dict__["__new__"]
 _BREAK_HINT = "create the object outside the compiled function and pass it in"
 
 
@@ -66,6 +68,8 @@ def type_call(tx, cls_vt, args, kwargs):
             return obj  # type.__call__ skips __init__
     elif new is object.__new__:
         obj = new_object(tx, cls, [], {})
+    elif new is _DICT_NEW and dict_base(cls) is not None:
+        obj = _new_dict_instance(tx, cls)
     else:
         _unsupported(tx, cls, "its __new__ is not written in Python")
     _init(tx, obj, args, kwargs)
@@ -80,7 +84,10 @@ def _init(tx, obj, args, kwargs) -> None:
         if not (result.is_python_constant() and result.as_python_constant() is None):
             tx.raise_user_error(TypeError("__init__() should return None"))
     elif init is not object.__init__:
-        _unsupported(tx, cls, "its __init__ is not written in Python")
+        base_init = obj.builtin_base_method(tx, init) if isinstance(init, types.WrapperDescriptorType) else None
+        if base_init is None:
+            _unsupported(tx, cls, "its __init__ is not written in Python")
+        base_init.call_function(tx, args, kwargs)
     elif (args or kwargs) and cls.__new__ is object.__new__:
         tx.raise_user_error(TypeError(f"{cls.__name__}() takes no arguments"))
 
@@ -104,6 +111,14 @@ def new_object(tx, cls: type, args, kwargs) -> VariableTracker:
     except TypeError as e:  # an abstract class
         tx.raise_user_error(e)
     return NewObjectVariable(value)
+
+
+def _new_dict_instance(tx, cls: type) -> VariableTracker:
+    """`dict.__new__(cls)` for a user subclass of dict/OrderedDict (`vars/dict_subclass.py`)."""
+    why_not = dict_instance_reason(cls)
+    if why_not is not None:
+        _unsupported(tx, cls, why_not)
+    return new_dict_object(cls)
 
 
 def _unsupported(tx, cls: type, why: str):

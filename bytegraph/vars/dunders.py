@@ -8,7 +8,8 @@ skipping a side whose method returns `NotImplemented`; `==`/`!=` fall back to id
 iteration; `str()` tries `__str__`, then `__repr__` (a dataclass's generated `__repr__` is
 traced through its `__wrapped__`: its recursion guard keys on `id()`, and only matters
 for a dataclass that contains itself, whose trace hits the inlining depth limit). A dunder inherited from a builtin base class (implemented in C) is a graph
-break: its behaviour is not known to the tracer.
+break, its behaviour not known to the tracer, unless the tracker models that base
+(`builtin_base_method`: a dict subclass's `|=`).
 """
 from __future__ import annotations
 
@@ -52,20 +53,25 @@ def is_user_instance(vt) -> bool:
 
 def _python_dunder(tx, vt, name: str):
     """The Python function `type(vt).name`, or None when the class does not define it
-    (or only `object` does)."""
+    (or only `object` does); a C method of a builtin base that `vt` models
+    (`builtin_base_method`: `OrderedDict.__ior__` of a dict subclass) is returned too."""
     if not is_user_instance(vt) and name not in vt.python_dunders:
         return None
     cls = vt.python_type()
     owner, fn = class_lookup(cls, name)
     if fn is MISSING or owner is object or fn is None:
         return None
-    if not isinstance(fn, types.FunctionType):
+    if not isinstance(fn, types.FunctionType) and (
+            not isinstance(fn, (types.MethodDescriptorType, types.WrapperDescriptorType))
+            or vt.builtin_base_method(tx, fn) is None):
         tx.unsupported(f"{name} of {vt.describe()} is not written in Python ({type(fn).__name__})",
                        category="unsupported operator")
     return fn
 
 
 def _call(tx, fn, args):
+    if not isinstance(fn, types.FunctionType):  # a builtin base's C method (`_python_dunder`)
+        return args[0].builtin_base_method(tx, fn).call_function(tx, args[1:], {})
     return tx.wrap(fn, None).call_function(tx, args, {})
 
 

@@ -418,13 +418,19 @@ def _instance_dict(obj):
 
 class OpaqueCallableVariable(CallableValueVariable):
     """A C function bytegraph knows nothing about (`time.time`, `os.getpid`, a NumPy
-    function): it can be passed around, and calling it is a graph break."""
+    function): it can be passed around, and calling it is a graph break, except a C method
+    of a builtin base called unbound on a value that models that base (`dict.keys(obj)`,
+    the `builtin_base_method` slot)."""
 
     __slots__ = ()
 
     def call_function(self, tx, args, kwargs):
         from .trace_rules import lookup
 
+        if args and isinstance(self.fn, (types.MethodDescriptorType, types.WrapperDescriptorType)):
+            bound = args[0].builtin_base_method(tx, self.fn)  # `dict.keys(obj)` on a dict subclass
+            if bound is not None:
+                return bound.call_function(tx, args[1:], kwargs)
         rule = lookup(self.fn)  # a BREAK rule: why, and how to avoid it
         tx.unsupported(rule.reason, category=rule.category, hint=rule.hint)
 

@@ -6,7 +6,8 @@ function's guards pin) and its defaults as trackers (`default_trackers`: a defau
 through `.default` is the function's real default, guarded like a call that uses it). The
 presence of `__wrapped__` / `__signature__` on the function, which `inspect.signature`
 follows, is guarded; a function that has either is a graph break, as are callables that
-are not plain functions, annotations (`.annotation`, `.return_annotation`) and
+are not plain functions or their bound methods (whose first parameter is dropped, as
+`inspect` does), annotations (`.annotation`, `.return_annotation`) and
 `BoundArguments.apply_defaults()`. `.parameters` is traced as a dict (name -> parameter),
 not a read-only mappingproxy. `.bind()`/`.bind_partial()` bind with CPython's own rules:
 the real `inspect.Signature.bind` runs on placeholders standing for the argument
@@ -22,7 +23,7 @@ from .builtins import handles
 from .classes import ClassVariable
 from .constant import ConstantVariable
 from .containers import DictVariable, TupleVariable
-from .functions import BaseFunctionVariable
+from .functions import BaseFunctionVariable, BoundMethodVariable
 
 _KIND = inspect.Parameter
 _PARAMETER_CONSTANTS = ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD", "VAR_POSITIONAL", "KEYWORD_ONLY", "VAR_KEYWORD")
@@ -34,15 +35,21 @@ def _signature(tx, fn, args, kwargs):
     if len(args) != 1 or kwargs:
         tx.unsupported("inspect.signature() with options", category="unsupported call")
     target = args[0]
-    if not isinstance(target, BaseFunctionVariable):
-        tx.unsupported(f"inspect.signature() of {target.describe()} (only plain Python functions are traced)",
-                       category="unsupported call")
+    fn = target.fn if isinstance(target, BoundMethodVariable) else target
+    if not isinstance(fn, BaseFunctionVariable):
+        tx.unsupported(f"inspect.signature() of {target.describe()} (only plain Python functions are traced, "
+                       "and their bound methods)", category="unsupported call")
     for name in ("__wrapped__", "__signature__"):
-        if target.hasattr_impl(tx, name):
+        if fn.hasattr_impl(tx, name):
             tx.unsupported(f"inspect.signature() of {target.describe()}, which has {name}",
                            category="unsupported call")
     sig = SignatureVariable(target)
-    sig.params = _parameters(tx, target, sig)
+    sig.params = _parameters(tx, fn, sig)
+    if fn is not target:  # a bound method: the first parameter is bound (inspect's _signature_bound_method)
+        if not sig.params or sig.params[0].kind in (_KIND.KEYWORD_ONLY, _KIND.VAR_KEYWORD):
+            tx.raise_user_error(ValueError("invalid method signature"))
+        if sig.params[0].kind is not _KIND.VAR_POSITIONAL:
+            sig.params = sig.params[1:]
     return sig
 
 
