@@ -35,8 +35,10 @@ def is_read_only_base_method(attr) -> bool:
 
 
 class BaseContainerMethodVariable(VariableTracker):
-    """`method` (a read-only C method of a builtin container) bound to `obj`, a tracked
-    instance of a user subclass of that container read from the caller's world."""
+    """`method` (a C method of a builtin container) bound to `obj`, an instance of a user
+    subclass of that container, rebuilt as `types.MethodType(method, <obj>)`. Calling it
+    runs a read-only method on an instance read from the caller's world;
+    `dict_subclass.DictBaseMethodVariable` calls those of one made in the trace."""
 
     __slots__ = ("method", "obj")
 

@@ -31,6 +31,7 @@ import types
 from .base import VariableTracker
 from .classes import class_lookup
 from .constant import ConstantVariable
+from .container_subclass import BaseContainerMethodVariable
 from .containers import DictVariable
 from .dict_keys import key_tracker, load_key
 from .objects import DELETED, NewObjectVariable
@@ -238,32 +239,11 @@ def _new_dict_object(cls, base, items, values, names):
     return obj
 
 
-class DictBaseMethodVariable(VariableTracker):
+class DictBaseMethodVariable(BaseContainerMethodVariable):
     """A C method of the builtin dict base (`OrderedDict.keys`, `dict.__setitem__`) bound
     to a `DictObjectVariable`; rebuilt as `types.MethodType(method, <obj>)`."""
 
-    __slots__ = ("method", "obj")
-
-    def __init__(self, method, obj: DictObjectVariable):
-        super().__init__(None)
-        self.method = method
-        self.obj = obj
-
-    def python_type(self) -> type:
-        return types.BuiltinMethodType
-
-    def children(self):
-        return (self.obj,)
+    __slots__ = ()
 
     def call_function(self, tx, args, kwargs):
         return self.obj.call_base(tx, self.method, args, kwargs)
-
-    def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_const(types.MethodType)
-        cg.load_const(self.method)
-        cg.reconstruct(self.obj)
-        cg.call(2)
-
-    def describe(self) -> str:
-        return f"{self.method.__objclass__.__name__}.{self.method.__name__} of {self.obj.describe()}"
