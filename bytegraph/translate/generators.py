@@ -42,6 +42,7 @@ from .._bytecode.analysis import handlers
 from ..errors import TracedRaise
 from ..vars.base import MethodOfVariable
 from ..vars.constant import ConstantVariable
+from ..vars.dict_keys import reconstruct_map
 from ..vars.exceptions import ExceptionVariable, as_exception
 from ..vars.iterators import IteratorVariable, iterator_of
 from . import speculation
@@ -300,10 +301,7 @@ class GeneratorVariable(IteratorVariable):
         cg.load_const(_remake)
         cg.reconstruct(self.fn)
         cg.reconstruct_items(self.args, "BUILD_TUPLE")
-        for key, value in self.kwargs.items():
-            cg.load_const(key)
-            cg.reconstruct(value)
-        cg.build("BUILD_MAP", len(self.kwargs))
+        reconstruct_map(cg, self.kwargs)
         cg.load_const(self.state == _DONE)
         cg.call(4)
 

@@ -15,7 +15,7 @@ import torch
 from ..guards.sources import AttrSource
 from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
-from .dict_keys import TrackerKey, has_tracker_keys, key_tracker, load_key
+from .dict_keys import TrackerKey, has_tracker_keys, key_tracker, reconstruct_map
 
 _LIST_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort",
                             "__setitem__", "__delitem__", "__iadd__", "__imul__"})
@@ -451,10 +451,7 @@ class DictVariable(VariableTracker):
 
     def replay_records(self, cg) -> list:
         def push_new():
-            for k, v in self.items.items():
-                load_key(cg, k)
-                cg.reconstruct(v)
-            cg.build("BUILD_MAP", len(self.items))
+            reconstruct_map(cg, self.items)
         return [cg.helper_effect(_replace_dict, self.source, push_new)]
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
@@ -577,10 +574,7 @@ class DictVariable(VariableTracker):
         if rebuilt_from_dict:  # OrderedDict({...}), Counter({...}) keep order and counts
             cg.push_null()
             cg.load_const(self.dict_type)
-        for k, v in self.items.items():
-            load_key(cg, k)
-            cg.reconstruct(v)
-        cg.build("BUILD_MAP", len(self.items))
+        reconstruct_map(cg, self.items)
         if rebuilt_from_dict:
             cg.call(1)
 

@@ -43,5 +43,13 @@ def load_key(cg, key) -> None:
         cg.load_const(key)
 
 
+def reconstruct_map(cg, items: dict) -> None:
+    """Push a new dict of `items` (key -> tracker) in residual code, in their order."""
+    for key, value in items.items():
+        load_key(cg, key)
+        cg.reconstruct(value)
+    cg.build("BUILD_MAP", len(items))
+
+
 def has_tracker_keys(keys) -> bool:
     return any(type(k) is TrackerKey for k in keys)

@@ -33,7 +33,7 @@ from .classes import class_lookup
 from .constant import ConstantVariable
 from .container_subclass import BaseContainerMethodVariable
 from .containers import DictVariable
-from .dict_keys import key_tracker, load_key
+from .dict_keys import key_tracker, reconstruct_map
 from .objects import DELETED, NewObjectVariable
 
 _DICT_BASES = (collections.OrderedDict, dict)
@@ -213,10 +213,7 @@ class DictObjectVariable(NewObjectVariable):
         cg.load_const(_new_dict_object)
         cg.load_const(type(self.value))
         cg.load_const(self.dict_part.dict_type)
-        for k, v in self.dict_part.items.items():
-            load_key(cg, k)
-            cg.reconstruct(v)
-        cg.build("BUILD_MAP", len(self.dict_part.items))
+        reconstruct_map(cg, self.dict_part.items)
         names = [n for n, v in self.attrs.items() if not isinstance(n, tuple) and v is not DELETED]
         for name in names:
             cg.reconstruct(self.attrs[name])

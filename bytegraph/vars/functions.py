@@ -18,6 +18,7 @@ from ..guards.guard import Guard, GuardKind
 from ..guards.sources import AttrSource, CellContentsSource, ClosureSource, DefaultSource, DefaultsSource, ObjectSource
 from .base import REPLAY_CELL, VariableTracker
 from .constant import ConstantVariable
+from .dict_keys import reconstruct_map
 from .registry import guard, register
 
 
@@ -409,10 +410,7 @@ class NestedFunctionVariable(BaseFunctionVariable):
                 cg.load_const(None)
             else:
                 cg.reconstruct(part)
-        for name, value in self.attrs.items():
-            cg.load_const(name)
-            cg.reconstruct(value)
-        cg.build("BUILD_MAP", len(self.attrs))
+        reconstruct_map(cg, self.attrs)
         cg.call(9)
 
 
@@ -577,10 +575,7 @@ class PartialVariable(VariableTracker):
         cg.load_const(_make_partial)
         cg.reconstruct(self.fn)
         cg.reconstruct_items(self.args, "BUILD_TUPLE")
-        for key, value in self.kwargs.items():
-            cg.load_const(key)
-            cg.reconstruct(value)
-        cg.build("BUILD_MAP", len(self.kwargs))
+        reconstruct_map(cg, self.kwargs)
         cg.call(3)
 
 

@@ -28,7 +28,7 @@ from .base import VariableTracker
 from .builtins import handles
 from .constant import ConstantVariable, is_constant_value
 from .containers import DICT_MUTATORS, DictVariable, _mutating_keys, missing_key_error
-from .dict_keys import TrackerKey, load_key
+from .dict_keys import TrackerKey, load_key, reconstruct_map
 from .iterators import iterator_of
 from .registry import guard as _guard, register
 
@@ -88,10 +88,7 @@ class DefaultDictVariable(DictVariable):
         cg.push_null()
         cg.load_const(self.dict_type)
         cg.reconstruct(self.factory)
-        for k, v in self.items.items():
-            load_key(cg, k)
-            cg.reconstruct(v)
-        cg.build("BUILD_MAP", len(self.items))
+        reconstruct_map(cg, self.items)
         cg.call(2)
 
     def describe(self) -> str:
