@@ -8,7 +8,7 @@ both systems and the wall time of each one's first (capturing) call, then bytegr
 reasons ranked by how many models hit them. Capture times are those of `explain` runs (one
 capture each, on a shared machine): a rough comparison, not `make bench`'s measurement.
 
-The model table `MODELS` is also what tests/test_transformers_models.py draws its cases from.
+The model table `MODELS` is also what tests/models/test_transformers_models.py draws its cases from.
 """
 from __future__ import annotations
 
