@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import torch
 
+from ..vars.hook_op import hook_op, register_inductor_fallback
+
 
 def _eager(gm: torch.fx.GraphModule, example_inputs):
     return gm.forward
@@ -28,6 +30,8 @@ def _aot_eager(gm: torch.fx.GraphModule, example_inputs):
 def _inductor(gm: torch.fx.GraphModule, example_inputs):
     from torch._inductor.compile_fx import compile_fx
 
+    if any(node.target is hook_op for node in gm.graph.nodes):
+        register_inductor_fallback()  # Note [Intermediate hook node]
     return compile_fx(gm, example_inputs)
 
 

@@ -59,6 +59,8 @@ class OutputGraph:
         self.speculation_log = None  # the capture's SpeculationLog (translate/speculation.py)
         self.nn_module_aliases = 0   # alias numbers of module guards (vars/nn_module.py)
         self.open_generators: list = []  # generators suspended inside try/with (translate/generators.py)
+        self.intermediate_hooks = None  # the slot of hooks on graph tensors (vars/intermediate_hooks.py)
+        self._unguarded: set = set()  # sources of inputs the residual code makes (never guarded)
         self.root_graph = self.graph
         self._subgraphs: list = []   # the open `subgraph()` scopes, innermost last
         self.add_guard(Guard(GuardKind.GRAD_MODE, None, self.grad_enabled))
@@ -165,7 +167,9 @@ class OutputGraph:
                 return real
         return None
 
-    def add_input(self, source, real: torch.Tensor) -> TensorVariable:
+    def add_input(self, source, real: torch.Tensor, guarded: bool = True) -> TensorVariable:
+        """The graph input read from `source` (`real` now); `guarded=False` for an input
+        the residual code makes per call (its source names no value of the frame)."""
         existing = self._input_by_id.get(id(real))
         if existing is not None:
             self.add_guard(Guard(GuardKind.SAME_OBJECT, source, existing.source))
@@ -177,6 +181,9 @@ class OutputGraph:
         vt = TensorVariable(node, example, source, cls=type(real))
         self.inputs.append((source, vt, real))
         self._input_by_id[id(real)] = vt
+        if not guarded:
+            self._unguarded.add(source)
+            return vt
         self.add_guard(Guard(GuardKind.TENSOR_MATCH, source, TensorSpec.of(real),
                              self.current_tx.guard_location() if self.current_tx else ""))
         return vt
@@ -184,8 +191,9 @@ class OutputGraph:
     def finish_guards(self) -> list:
         """All guards, with a no-aliasing guard when several distinct tensors are inputs."""
         guards = list(self.guards.values())
-        if len(self.inputs) > 1:
-            guards.append(Guard(GuardKind.NO_ALIASING, None, tuple(src for src, _, _ in self.inputs)))
+        sources = tuple(src for src, _, _ in self.inputs if src not in self._unguarded)
+        if len(sources) > 1:
+            guards.append(Guard(GuardKind.NO_ALIASING, None, sources))
         return guards
 
     # ---- ops -------------------------------------------------------------------------

@@ -146,6 +146,10 @@ class TensorVariable(VariableTracker):
             tx.unsupported(f"{self.describe()}.{name}() {_DATA_DEPENDENT[name]}", category="data-dependent",
                            hint="keep the value as a tensor (e.g. use torch.where) or move this "
                                 "line outside the compiled function")
+        if name == "register_hook" and self.source is None:
+            from .intermediate_hooks import register_hook
+
+            return register_hook(tx, self, args, kwargs)
         if name in _NOT_CAPTURED:
             tx.unsupported(f"{name}() {_NOT_CAPTURED[name]}", category="unsupported tensor method")
         if name in _METADATA_METHODS or (name == "size") or (name == "type" and not args and not kwargs):
