@@ -11,6 +11,7 @@ import types
 import warnings
 
 from .graph.backends import lookup_backend
+from .runtime import compiled_autograd
 from .runtime.compiled_function import CompiledFunction, reset_all
 from .runtime.logs import logger
 from .runtime.module_wrapper import CompiledModule, unwrap
@@ -60,5 +61,7 @@ def _is_module(obj) -> bool:
 
 
 def reset() -> None:
-    """Forget every compiled entry; the next calls capture again."""
+    """Forget every compiled entry (compiled autograd's backward graphs too); the next
+    calls capture again."""
     reset_all()
+    compiled_autograd.reset()

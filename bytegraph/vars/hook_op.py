@@ -93,6 +93,21 @@ def _fire(token, index: int, grad):
     return call_hook(grad, token, index)
 
 
+def _removed_hook(grad):
+    return None
+
+
+def intermediate_hook_of(hook):
+    """For compiled autograd: the user's function behind hook `hook` when it is an
+    intermediate hook node's (a no-op once its handle was removed), else `hook` itself."""
+    if type(hook) is not functools.partial or hook.func is not _fire:
+        return hook
+    token, index = hook.args
+    slot = _SLOTS.get(int(token))
+    fn = slot.hook(index) if slot is not None else None
+    return _removed_hook if fn is None else fn
+
+
 class HookOp(HigherOrderOperator):
     """`bytegraph_hook(tensor, token, index)`: attach hook `index` of call `token` to `tensor`
     (Note [Intermediate hook node]). Returns None."""
