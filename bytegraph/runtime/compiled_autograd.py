@@ -70,6 +70,15 @@ _PLACEHOLDERS = ("inputs", "sizes", "scalars", "hooks", "packed_data")
 _OPS: dict = {}  # name -> AutogradOp (the engine binds each name once per process)
 
 
+def _op(name: str) -> AutogradOp:
+    op = _OPS.get(name)
+    if op is None:  # the engine binds each node's function once per process, to the first compiler
+        raise RuntimeError(f"bytegraph compiled autograd: the engine bound {name} to another compiled-autograd "
+                           "compiler earlier in this process (torch._dynamo.compiled_autograd); use one of "
+                           "them per process")
+    return op
+
+
 def call_hook(hook, *args, hook_type: str):
     """A hook's call in the backward graph: a None result keeps the first argument."""
     result = hook(*args)
@@ -143,10 +152,10 @@ class AutogradCapture:
         return fn_name
 
     def apply_functional(self, fn_name, grads, args, output_metadata):
-        return self._call(_OPS[fn_name], (grads, *args), len(output_metadata))
+        return self._call(_op(fn_name), (grads, *args), len(output_metadata))
 
     def validate_outputs(self, _, outputs, args, output_metadata):
-        proxies = self.tracer.create_proxy("call_function", _OPS["validate_outputs"],
+        proxies = self.tracer.create_proxy("call_function", _op("validate_outputs"),
                                            self._proxy((outputs, *args)), {})
         self._bind(outputs, [proxies[i] for i in range(len(outputs))])
         return outputs
@@ -275,7 +284,7 @@ def _run_backward(capture: AutogradCapture, graph, inputs, sizes, scalars, hooks
     hooks = [intermediate_hook_of(h) for h in hooks]
     variables = [inputs[index] for index, _, _ in capture.accumulations]
     outputs, grads = compiled(inputs, sizes, scalars, hooks, packed_data)
-    accumulate = _OPS["AccumulateGrad"]
+    accumulate = _op("AccumulateGrad")
     for variable, grad, (_, _, post_hooks) in zip(variables, grads, capture.accumulations):
         variable.grad = accumulate([grad], variable, variable.grad, bool(post_hooks))[0]
         for hook_id in post_hooks:
