@@ -54,7 +54,7 @@ class IntermediateHooks:
         """The graph input naming this slot; the slot stays registered while it lives (the
         slot itself does not hold it)."""
         sid = next(_slot_ids)
-        token = torch.tensor(sid)
+        token = torch.scalar_tensor(sid, dtype=torch.int64)
         _SLOTS[sid] = self
         weakref.finalize(token, _SLOTS.pop, sid, None)
         return token
@@ -116,6 +116,8 @@ class HookOp(HigherOrderOperator):
         super().__init__("bytegraph_hook")
 
     def __call__(self, tensor, token, index):
+        if type(tensor) is torch.Tensor and not torch._C._len_torch_dispatch_stack():
+            return _hook_autograd(tensor, token, index)  # real tensors (the eager backend): skip the dispatch
         return super().__call__(tensor, token, index)
 
 
