@@ -41,8 +41,8 @@ _slot_ids = itertools.count(1)
 
 
 class IntermediateHooks:
-    """The hooks of one call of a graph with intermediate hook nodes: its token, the
-    handles (made in `register_hook` order) and the functions attached to them."""
+    """The hooks of one call of a graph with intermediate hook nodes: the handles (made in
+    `register_hook` order) and the functions attached to them; `new_token()` names it."""
 
     __slots__ = ("hooks", "handles")
 
