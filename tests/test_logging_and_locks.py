@@ -240,6 +240,16 @@ def test_lru_cache_returning_a_value_on_an_object_breaks_with_its_reason():
     check(f, T(3), setup=_cached_value.cache_clear)
 
 
+def test_lru_cache_with_an_unhashable_argument_raises_as_eagerly():
+    def f(x):
+        warn_once(LOG, ["not", "hashable"])
+        return x + 1
+
+    check(f, T(3), setup=_fresh_cache)  # eager's TypeError: unhashable type: 'list'
+    with pytest.raises(bytegraph.Unsupported, match="neither a hashable constant nor a value from outside"):
+        bytegraph.compile(f, fullgraph=True)(T(3))
+
+
 SEEN = []
 
 
@@ -308,6 +318,27 @@ def test_rlock_in_an_inlined_helper():
     assert any("a threading lock" in b.reason for b in out.break_reasons)
     assert not out.eager_frames, out.eager_frames
     assert not _held(RLOCK)
+
+
+def test_lock_block_with_a_break_inside_in_a_helper():
+    def helper(x):
+        with LOCK:
+            EVENTS.append("in")
+            print("inside the block")  # a second break, inside the block's resume function
+            EVENTS.append("still in")
+            y = x * 2
+        return y
+
+    def f(x):
+        LOG.warning("before the lock")
+        y = helper(x + 1)
+        LOG.warning("after the lock")
+        return y - 1
+
+    r = check(f, T(3), setup=EVENTS.clear, state=lambda: list(EVENTS))
+    assert r.compiled.stdout == ("WARNING:tests.logging_and_locks:before the lock\ninside the block\n"
+                                 "WARNING:tests.logging_and_locks:after the lock\n")
+    assert not LOCK.locked()
 
 
 def test_lock_released_when_the_block_raises():
