@@ -250,6 +250,22 @@ def test_lru_cache_with_an_unhashable_argument_raises_as_eagerly():
         bytegraph.compile(f, fullgraph=True)(T(3))
 
 
+@functools.lru_cache(None)
+def _maybe_value(logger, flag):
+    logger.warning("maybe")
+    return flag or None  # RETURN_VALUE is a jump target: not "returns None on every path"
+
+
+def test_lru_cache_returning_through_a_jump_is_not_replayed():
+    def f(x):
+        _maybe_value(LOG, 0)
+        return x + 1
+
+    check(f, T(3), setup=_maybe_value.cache_clear)
+    with pytest.raises(bytegraph.Unsupported, match="may return a value"):
+        bytegraph.compile(f, fullgraph=True)(T(3))
+
+
 SEEN = []
 
 

@@ -155,12 +155,14 @@ class LruCacheWrapperVariable(UserObjectVariable):
 
 
 def _returns_none(fn) -> bool:
-    """Whether Python function `fn` returns None on every path (each RETURN_VALUE returns
-    the constant None) and is a plain function (no generator or coroutine)."""
+    """Whether Python function `fn` returns None on every path (each RETURN_VALUE comes
+    right after a LOAD_CONST None and is no jump target) and is a plain function (no
+    generator or coroutine)."""
     if not isinstance(fn, types.FunctionType) or fn.__code__.co_flags & _NOT_PLAIN:
         return False
     insts = instructions_of(fn.__code__)
-    return all(insts[i - 1].opname == "LOAD_CONST" and insts[i - 1].argval is None
+    targets = {inst.target for inst in insts if inst.target is not None}  # `return a or None` jumps to one
+    return all(i not in targets and insts[i - 1].opname == "LOAD_CONST" and insts[i - 1].argval is None
                for i, inst in enumerate(insts) if inst.opname == "RETURN_VALUE")
 
 
