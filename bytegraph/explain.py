@@ -3,6 +3,12 @@ captured — graphs, ops per graph, graph breaks with reasons and user lines, gu
 
 Every capture triggered by the call (the function itself, callees compiled at graph
 breaks, resume functions) is recorded through `compiled_function.LISTENERS`.
+
+`break_reasons` lists every graph break, as torch.compile's explain does (a break that
+makes its frame run eagerly included: its reason says so); `eager_frames` lists every
+frame whose entry runs it eagerly, whatever the cause (that break, an exception escaping
+the traced code, an internal error), so a frame that ran uncompiled is never only implied
+by a break's text. A frame run eagerly because of a break is in both lists.
 """
 from __future__ import annotations
 
@@ -87,7 +93,7 @@ def _explain_call(fn, args, kwargs) -> ExplainOutput:
         if brk is not None:
             out.break_reasons.append(BreakReason(brk.category, brk.reason, brk.location,
                                                  brk.user_stack, brk.hint))
-        elif entry.kind == "eager":
+        if entry.kind == "eager":  # whatever the cause: a break that cannot resume, a raise, an error
             out.eager_frames.append(f"{compiled.code.co_qualname}: {entry.reason}")
         out.guards.extend(f"{g.describe()}" + (f"  # {g.user_location}" if g.user_location else "")
                           for g in entry.guards.guards)

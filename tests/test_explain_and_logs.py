@@ -254,7 +254,7 @@ def test_explain_logging_call_reports_only_user_lines():
 
     def f(x):
         y = x * 2
-        lg.warning("hello %s", 1)
+        lg.warning("hello %s", x)  # a tensor argument: a break (a constant one is replayed, no break)
         return y + 1
 
     out = bytegraph.explain(f, T(3))

@@ -122,20 +122,20 @@ def end_random(x):
 
 
 def start_logging(x):
-    log.info("start %s", "of function")
+    log.info("start %s", x)  # a tensor argument: a break (constant ones are replayed after the graph)
     y = x.sin()
     return y * 2 + 1
 
 
 def mid_logging(x):
     y = x.sin() * 2
-    log.info("middle %d", 3)
+    log.info("middle %s", y)
     return y.cos() + 1
 
 
 def end_logging(x):
     y = x.sin() * 2 + 1
-    log.debug("end")
+    log.debug("end %s", y)
     return y
 
 

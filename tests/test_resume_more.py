@@ -25,7 +25,9 @@ def explain_counts(fn, *args):
 def eager_rests(fn, *args):
     """Why some frame (or the rest of one, after a break) ran eagerly in one explained call."""
     out = bytegraph.explain(fn, *args)
-    return [r.reason for r in out.break_reasons if "runs eagerly" in r.reason] + out.eager_frames
+    frames = out.eager_frames  # a frame run eagerly at a break is listed there with the break's reason
+    return [r.reason for r in out.break_reasons
+            if "runs eagerly" in r.reason and not any(r.reason in f for f in frames)] + frames
 
 
 # ------------------------------------------------------------------- cells across a break

@@ -107,6 +107,10 @@ class PyCodegen:
         self._emit("LOAD_METHOD", name)
         self.call(0)
 
+    def kw_names(self, names: tuple) -> None:
+        """The keyword names of the next call (its last `len(names)` arguments)."""
+        self._emit("KW_NAMES", names)
+
     def call(self, nargs: int) -> None:
         self._emit("PRECALL", nargs)
         self._emit("CALL", nargs)

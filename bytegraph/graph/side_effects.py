@@ -7,7 +7,7 @@ attribute writes), closure cells, and global writes per (globals dict, name); th
 identity map that makes one real object one tracker however many paths reach it; and
 the replay of all of it after the graph, from the records each written tracker's kind
 provides (`replay_records`, Note [Replay records] in vars/base.py) and its own records of
-the global writes.
+the global writes; and the calls replayed after the graph (Note [Replayed calls]).
 
 Invariants (see Note [Side-effect replay]):
 - Tracing never mutates a real object. Containers are mutated on their tracker (so every
@@ -44,6 +44,16 @@ twice (returned and stored, stored twice) is built once and kept in a temporary 
 # wins) and truncates the insertion-ordered logs and the identity map to their lengths
 # at `cp`. No code writes tracker state without the barrier (`tests/test_speculation.py`
 # scans the source for it).
+
+# Note [Replayed calls]
+# A call whose only effect is outside the program's own state (a logging call: it writes to
+# the logger's handlers) is not run while tracing: `record_call(fn, args, kwargs)` logs it and
+# the replay makes it, after every store, in the order the trace made the calls, with the real
+# `fn` loaded as a constant and its arguments rebuilt (constants, values with a source). It is
+# called from the residual code itself (no helper frame), so what the callee decides at run time
+# (a logger's level and handlers, an lru_cache hit) is decided as eagerly. Inside a speculation
+# scope a call is refused unless the scope allows them (`scope(name, calls=True)`: a body whose
+# recorded calls the caller drops or replays itself).
 """
 from __future__ import annotations
 
@@ -71,7 +81,7 @@ class SideEffects:
     mutation barrier every in-place change of a tracker passes (Note [Mutation barrier])."""
 
     __slots__ = ("output", "mutated", "globals", "by_id", "_keepalive", "writes", "current_scope",
-                 "_scope_names", "_undo", "_saved", "_checkpoints", "positioned")
+                 "_scope_names", "_undo", "_saved", "_checkpoints", "positioned", "calls", "_calls_allowed")
 
     def __init__(self, output=None):
         self.output = output           # the OutputGraph (for the translator at a refused write)
@@ -86,6 +96,8 @@ class SideEffects:
         self._saved: set = set()       # id(tracker) saved in `_undo` since the latest checkpoint/restore
         self._checkpoints = 0          # checkpoints taken and not released
         self.positioned: list = []     # iterators made during tracing, positioned after the replay
+        self.calls: list = []          # (fn, args, kwargs) replayed after the stores (Note [Replayed calls])
+        self._calls_allowed: set = set()  # scopes whose recorded calls are the caller's business
 
     # ---- the barrier -------------------------------------------------------------------
     def mutate(self, vt, replay: bool = True) -> None:
@@ -119,11 +131,14 @@ class SideEffects:
                        hint="return the new value from the body instead of mutating it")
 
     @contextlib.contextmanager
-    def scope(self, name: str):
+    def scope(self, name: str, calls: bool = False):
         """The body of a higher-order op being speculated (Note [Speculation scopes]): new
-        trackers belong to a fresh scope, writes to others and to globals are refused."""
+        trackers belong to a fresh scope, writes to others and to globals are refused, and
+        so are replayed calls unless `calls` (Note [Replayed calls])."""
         new = len(self._scope_names)
         self._scope_names[new] = name
+        if calls:
+            self._calls_allowed.add(new)
         outer, self.current_scope = self.current_scope, new
         previous = set_current_scope(new)
         try:
@@ -157,6 +172,23 @@ class SideEffects:
             entry[3] = value
         self.writes += 1
 
+    def record_call(self, fn, args: list, kwargs: dict) -> None:
+        """`fn(*args, **kwargs)` runs after the graph instead of now (Note [Replayed calls])."""
+        if self.current_scope and self.current_scope not in self._calls_allowed:
+            tx = self.output.current_tx
+            tx.unsupported(f"{self._scope_names[self.current_scope]} calls {getattr(fn, '__qualname__', fn)} "
+                           f"at {tx.location()}, an effect replayed after the graph; the body of a "
+                           "higher-order op must not have effects outside it",
+                           category="side effect in higher-order op",
+                           hint="make the call outside the body")
+        self.calls.append((fn, list(args), dict(kwargs)))
+
+    def drop_calls(self, n: int) -> list:
+        """Forget the calls recorded after the first `n`; returns them."""
+        dropped = self.calls[n:]
+        del self.calls[n:]
+        return dropped
+
     def pending_global(self, f_globals: dict, name: str):
         """The tracker written to global `name` of `f_globals` (DELETED, or None if none)."""
         entry = self.globals.get((id(f_globals), name))
@@ -180,11 +212,12 @@ class SideEffects:
     def checkpoint(self) -> tuple:
         self._checkpoints += 1
         self._saved = set()
-        return (len(self._undo), len(self.mutated), len(self.globals), len(self._keepalive), self.writes)
+        return (len(self._undo), len(self.mutated), len(self.globals), len(self._keepalive), self.writes,
+                len(self.calls))
 
     def restore(self, cp: tuple) -> None:
         """Undo every change since `cp` (which stays active: it can be restored again)."""
-        undo_len, mutated_len, globals_len, keepalive_len, writes = cp
+        undo_len, mutated_len, globals_len, keepalive_len, writes, calls_len = cp
         undo = self._undo
         while len(undo) > undo_len:
             restore, arg = undo.pop()
@@ -195,6 +228,7 @@ class SideEffects:
             del self.by_id[id(value)]
         del self._keepalive[keepalive_len:]
         self.writes = writes
+        del self.calls[calls_len:]
         self._saved = set()
 
     def release(self, cp: tuple) -> None:
@@ -248,6 +282,7 @@ class SideEffects:
                     records.append(_global_record(cg, globals_source, name, value))
             for vt in written:
                 records.extend(vt.replay_records(cg))
+        records.extend(_call_record(cg, fn, args, kwargs) for fn, args, kwargs in self.calls)
         return records
 
     def _guard_distinct(self, output) -> None:
@@ -268,6 +303,21 @@ class SideEffects:
 
 def _bound(method, arg):
     return lambda: method(arg)
+
+
+def _call_record(cg, fn, args, kwargs):
+    """`fn(*args, **kwargs)` called from the residual code, its result dropped."""
+    def push():
+        cg.push_null()
+        cg.load_const(fn)
+        for vt in (*args, *kwargs.values()):
+            cg.reconstruct(vt)
+
+    def call():
+        if kwargs:
+            cg.kw_names(tuple(kwargs))
+        cg.call_and_pop(len(args) + len(kwargs))
+    return push, call
 
 
 def _global_record(cg, globals_source, name, value):

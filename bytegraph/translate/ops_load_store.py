@@ -1,6 +1,7 @@
 """Opcode family: loads, stores and deletes of locals, globals, cells, attributes, items."""
 from __future__ import annotations
 
+import importlib.util
 import operator
 import sys
 import types
@@ -141,13 +142,32 @@ class LoadStoreOps:
     def IMPORT_NAME(self, inst):
         fromlist = self.stack.pop().as_python_constant()
         level = self.stack.pop().as_python_constant()
-        name = inst.argval
-        if level != 0 or name not in sys.modules:
-            self.unsupported(f"import of {'.' * level}{name}, which is not imported yet (importing runs "
-                             "module code)", category="unsupported import",
+        name = _absolute_name(inst.argval, level, self.f_globals) if level else inst.argval
+        module = sys.modules.get(name)
+        if module is None or any(not hasattr(module, item) for item in fromlist or () if item != "*"):
+            what = f"from {'.' * level}{inst.argval} import {', '.join(fromlist)}" if fromlist else \
+                f"import {inst.argval}"
+            self.unsupported(f"`{what}`, which is not imported yet (importing runs module code)",
+                             category="unsupported import",
                              hint="import the module at the top of your file")
-        module = sys.modules[name] if fromlist else sys.modules[name.partition(".")[0]]
+        if not fromlist:
+            module = sys.modules[name.partition(".")[0]]
         self.stack.append(self.wrap(module, ObjectSource(module), guard=False))
 
     def IMPORT_FROM(self, inst):
         self.stack.append(self.stack[-1].var_getattr(self, inst.argval))
+
+
+def _absolute_name(name: str, level: int, f_globals: dict) -> str | None:
+    """The module a relative import (`from ..m import x` in `f_globals`' module) names, as
+    `__import__` resolves it (from `__package__`, else `__spec__.parent`), or None."""
+    package = f_globals.get("__package__")
+    if package is None:
+        spec = f_globals.get("__spec__")
+        package = spec.parent if spec is not None else None
+    if not package:
+        return None
+    try:
+        return importlib.util.resolve_name("." * level + name, package)
+    except (ImportError, ValueError):
+        return None

@@ -24,7 +24,7 @@ from ..guards.guard import Guard, GuardKind
 from ..guards.sources import (ContainerOfSource, ItemSource, IteratorIndexSource, IteratorSeqSource,
                               MethodResultSource, container_of)
 from . import registry
-from . import classes, code_object, constant, functions, keyed_dicts, lru_cache, nn_module, objects, tensor, torch_functions  # noqa: F401  (their builders)
+from . import classes, code_object, constant, functions, keyed_dicts, locks, lru_cache, nn_module, objects, tensor, torch_functions  # noqa: F401  (their builders)
 from .base import VariableTracker
 from .classes import ClassVariable
 from .constant import ConstantVariable, is_constant_value

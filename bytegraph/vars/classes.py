@@ -4,7 +4,8 @@
 metaclass code); `bind_class_attribute` turns what it found into what the attribute
 access returns: a bound method for a function, the function of a `staticmethod`, a
 method bound to the class for a `classmethod`, the getter's result for a `property`,
-the result of a `__get__` written in Python for other descriptors, else the value.
+the result of a `__get__` written in Python for other descriptors, a bound method for a
+C callable that binds like a function (`functools.lru_cache` wrappers), else the value.
 
 Values found in a class `__dict__` get the source `<owner>.__dict__[name]` (the owner
 class is fixed by the guards on the instance's type), so a method or property replaced
@@ -13,6 +14,7 @@ between calls fails its guard and recompiles.
 from __future__ import annotations
 
 import enum
+import functools
 import types
 
 from ..guards.guard import GuardKind
@@ -26,6 +28,9 @@ from .object_protocol import real_hasattr
 from .registry import guard, register
 
 MISSING = object()
+
+# C callables whose `__get__` binds like a function's (`types.MethodType(attr, obj)`)
+_BINDS_LIKE_A_FUNCTION = (types.FunctionType, functools._lru_cache_wrapper)
 
 
 def class_lookup(cls: type, name: str):
@@ -53,7 +58,7 @@ def class_dict_source(owner: type, name: str, *attrs: str):
 def bind_class_attribute(tx, obj: VariableTracker, owner: type, name: str, attr, src):
     """`obj.name` where `name` is found on `owner`, a class in the MRO of `type(obj)`, and
     no instance attribute shadows it; `src` is the source of `obj.name` (or None)."""
-    if isinstance(attr, types.FunctionType):
+    if isinstance(attr, _BINDS_LIKE_A_FUNCTION):
         return BoundMethodVariable(tx.wrap(attr, class_dict_source(owner, name)), obj, src)
     if isinstance(attr, (staticmethod, classmethod)):
         return bind_on_class(tx, ClassVariable(obj.python_type()), owner, name, attr)

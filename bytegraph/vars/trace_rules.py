@@ -28,7 +28,7 @@ import functools
 import types
 from dataclasses import dataclass
 
-from . import counter, deque, keyed_dicts, mappings, namedtuples, polyfills, signatures  # noqa: F401  (their HANDLERS entries)
+from . import counter, deque, keyed_dicts, logging_calls, mappings, namedtuples, polyfills, signatures  # noqa: F401  (their HANDLERS entries)
 from .environ import ENVIRON_READS
 from .builtins import HANDLERS, BuiltinVariable
 from .polyfills import POLYFILLS, PolyfillVariable
