@@ -170,16 +170,20 @@ class AttrSource(Source):
 
 @source_class
 class ItemSource(Source):
-    """`base[key]` for a constant key (int, str, or another hashable constant)."""
+    """`base[key]` for a constant key (int, str, or another hashable constant; a key
+    without a literal spelling, such as a class, is named in guards as an object,
+    `ObjectSource`)."""
 
     base: Source
     key: object
 
     def name(self) -> str:
-        return f"{self.base.name()}[{self.key!r}]"
+        key = repr(self.key) if _literal(self.key) else ObjectSource(self.key).name()
+        return f"{self.base.name()}[{key}]"
 
     def describe(self) -> str:
-        return f"{self.base.describe()}[{self.key!r}]"
+        key = repr(self.key) if _literal(self.key) else getattr(self.key, "__qualname__", repr(self.key))
+        return f"{self.base.describe()}[{key}]"
 
     def prefix(self) -> Source:
         return self.base
@@ -344,6 +348,16 @@ def global_source(globals_source: Source, name: str) -> Source:
     if isinstance(globals_source, GlobalsDictSource):
         return GlobalSource(name)
     return FunctionGlobalSource(globals_source, name)
+
+
+_LITERAL_TYPES = (type(None), bool, int, float, complex, str, bytes, range, slice, type(Ellipsis))
+
+
+def _literal(key) -> bool:
+    """Whether `repr(key)` spells `key` in a guard expression."""
+    if type(key) is tuple:
+        return all(_literal(k) for k in key)
+    return type(key) in _LITERAL_TYPES
 
 
 OBJECT_REFS: dict[str, object] = {}

@@ -16,21 +16,22 @@ from __future__ import annotations
 
 import collections
 import enum
-import types
 
 import torch
 
 from ..guards.guard import Guard, GuardKind
 from ..guards.sources import (ContainerOfSource, ItemSource, IteratorIndexSource, IteratorSeqSource,
-                              MethodResultSource, container_of)
+                              MethodResultSource, ObjectSource, container_of)
 from . import registry
 from . import classes, code_object, constant, functions, keyed_dicts, lru_cache, nn_module, objects, tensor, torch_functions  # noqa: F401  (their builders)
+from .typing_forms import TYPING_FORMS
 from .base import VariableTracker
 from .classes import ClassVariable
 from .constant import ConstantVariable, is_constant_value
 from .containers import DictVariable, ListVariable, NamedTupleVariable, SetVariable, SizeVariable, TupleVariable
 from .counter import CounterVariable
 from .deque import DequeVariable
+from .dict_keys import fixed_key
 from .dict_views import DictViewVariable
 from .iterators import HashedIteratorVariable, SequenceIteratorVariable, constant_sequence
 from .objects import UserObjectVariable, build_user_object, same_callable_guard
@@ -139,7 +140,7 @@ def _build_sequence(tx, value, source, do_guard: bool) -> VariableTracker:
 @register(dict, collections.OrderedDict, exact=True)
 def build_dict(tx, value, source, do_guard: bool) -> VariableTracker:
     """A dict or OrderedDict from outside (guarded by type and keys); Counter's builder uses it too."""
-    if not all(is_constant_value(k) for k in value):
+    if not all(fixed_key(k) for k in value):
         return keyed_dicts.build_keyed_dict(tx, value, source, do_guard)
     value_type = type(value)
     _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, value_type)
@@ -265,10 +266,11 @@ def wrap_constant(value) -> VariableTracker:
         return DictVariable({k: wrap_constant(v) for k, v in value.items()}, dict_type=collections.OrderedDict)
     if type(value) is collections.Counter:
         return CounterVariable({k: wrap_constant(v) for k, v in value.items()})
-    if is_constant_value(value) or isinstance(value, (enum.Enum, types.GenericAlias)):  # `list[Tensor]`
+    if is_constant_value(value) or isinstance(value, (enum.Enum, *TYPING_FORMS)):  # `list[Tensor]`
         return ConstantVariable(value)
-    if isinstance(value, type):
-        return ClassVariable(value)
+    if isinstance(value, type):  # a builtin class keeps its trace rule (`int(...)` is a handler)
+        rule = RULES.get(value)
+        return rule.tracker(value, ObjectSource(value)) if rule is not None else ClassVariable(value)
     raise TypeError(f"cannot wrap {type(value).__qualname__} computed at trace time")
 
 
