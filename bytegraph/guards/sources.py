@@ -393,7 +393,8 @@ class ObjectSource(Source):
 
 @source_class
 class IteratorSeqSource(Source):
-    """The sequence a `tuple_iterator`/`list_iterator` at `base` walks (from `__reduce__`)."""
+    """The sequence a `tuple_iterator`/`list_iterator` at `base` walks, or the iterator an
+    `enumerate` at `base` walks (from `__reduce__`)."""
 
     base: Source
 
@@ -447,6 +448,19 @@ class ContainerOfSource(Source):
         cg.load_const(container_of)
         cg.load_source(self.base)
         cg.call(1)
+
+
+@source_class
+class EnumerateCountSource(Source):
+    """The next count of the `enumerate` at `base` (from `__reduce__`; for guards only)."""
+
+    base: Source
+
+    def name(self) -> str:
+        return f"{self.base.name()}.__reduce__()[1][1]"
+
+    def describe(self) -> str:
+        return f"count of enumerate {self.base.describe()}"
 
 
 @source_class

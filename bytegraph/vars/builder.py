@@ -20,8 +20,8 @@ import enum
 import torch
 
 from ..guards.guard import Guard, GuardKind
-from ..guards.sources import (ContainerOfSource, ItemSource, IteratorIndexSource, IteratorSeqSource,
-                              MethodResultSource, ObjectSource, container_of)
+from ..guards.sources import (ContainerOfSource, EnumerateCountSource, ItemSource, IteratorIndexSource,
+                              IteratorSeqSource, MethodResultSource, ObjectSource, container_of)
 from . import registry
 from . import classes, code_object, constant, functions, keyed_dicts, lru_cache, nn_module, objects, tensor, torch_functions  # noqa: F401  (their builders)
 from .typing_forms import TYPING_FORMS
@@ -33,7 +33,7 @@ from .counter import CounterVariable
 from .deque import DequeVariable
 from .dict_keys import fixed_key
 from .dict_views import DictViewVariable
-from .iterators import HashedIteratorVariable, SequenceIteratorVariable, constant_sequence
+from .iterators import EnumerateIteratorVariable, HashedIteratorVariable, SequenceIteratorVariable, constant_sequence
 from .objects import UserObjectVariable, build_user_object, same_callable_guard
 from .registry import guard as _guard, register
 from .tensor import TensorVariable
@@ -64,7 +64,7 @@ def wrap(tx, value, source=None, guard: bool = True) -> VariableTracker:
 
 
 _IDENTITY_TRACKED = (ListVariable, DictVariable, SetVariable, UserObjectVariable, SequenceIteratorVariable,
-                     HashedIteratorVariable, DequeVariable)
+                     HashedIteratorVariable, EnumerateIteratorVariable, DequeVariable)
 
 
 def is_identity_tracked(vt) -> bool:
@@ -200,6 +200,22 @@ def _container(tx, value, source, do_guard: bool, kinds: tuple) -> VariableTrack
     if not isinstance(container_vt, kinds) or isinstance(container_vt, keyed_dicts.PartialDictVariable):
         tx.unsupported(f"a {type(value).__name__} over {container_vt.describe()}", category="unsupported value")
     return container_vt
+
+
+@register(enumerate, exact=True)
+def _build_enumerate(tx, value, source, do_guard: bool) -> VariableTracker:
+    """A real enumerate from outside (a for-loop iterator handed to a resume function): its
+    iterator and next count from `__reduce__`, the count guarded by value, the iterator
+    built like any (a sequence or dict/set iterator; others are opaque: the enumerate is
+    then a user object)."""
+    if source is None:
+        return build_user_object(tx, value, source, do_guard)
+    _, (inner, count) = value.__reduce__()
+    if type(inner) not in _SEQUENCE_ITERATORS and type(inner) not in _HASHED_ITERATORS:
+        return build_user_object(tx, value, source, do_guard)
+    _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, enumerate)
+    _guard(tx, do_guard, GuardKind.CONSTANT_MATCH, EnumerateCountSource(source), count)
+    return EnumerateIteratorVariable(wrap(tx, inner, IteratorSeqSource(source), do_guard), count, source)
 
 
 @register(*_DICT_VIEWS, exact=True)
