@@ -170,16 +170,20 @@ class AttrSource(Source):
 
 @source_class
 class ItemSource(Source):
-    """`base[key]` for a constant key (int, str, or another hashable constant)."""
+    """`base[key]` for a constant key (int, str, or another hashable constant; a key
+    without a literal spelling, such as a class, is named in guards as an object,
+    `ObjectSource`)."""
 
     base: Source
     key: object
 
     def name(self) -> str:
-        return f"{self.base.name()}[{self.key!r}]"
+        key = repr(self.key) if _literal(self.key) else ObjectSource(self.key).name()
+        return f"{self.base.name()}[{key}]"
 
     def describe(self) -> str:
-        return f"{self.base.describe()}[{self.key!r}]"
+        key = repr(self.key) if _literal(self.key) else getattr(self.key, "__qualname__", repr(self.key))
+        return f"{self.base.describe()}[{key}]"
 
     def prefix(self) -> Source:
         return self.base
@@ -346,6 +350,16 @@ def global_source(globals_source: Source, name: str) -> Source:
     return FunctionGlobalSource(globals_source, name)
 
 
+_LITERAL_TYPES = (type(None), bool, int, float, complex, str, bytes, range, slice, type(Ellipsis))
+
+
+def _literal(key) -> bool:
+    """Whether `repr(key)` spells `key` in a guard expression."""
+    if type(key) is tuple:
+        return all(_literal(k) for k in key)
+    return type(key) in _LITERAL_TYPES
+
+
 OBJECT_REFS: dict[str, object] = {}
 """Objects named by `ObjectSource`s, by the name guards use for them, from their creation
 until the guards of the capture that made them are compiled (the runtime then drops them)."""
@@ -379,7 +393,8 @@ class ObjectSource(Source):
 
 @source_class
 class IteratorSeqSource(Source):
-    """The sequence a `tuple_iterator`/`list_iterator` at `base` walks (from `__reduce__`)."""
+    """The sequence a `tuple_iterator`/`list_iterator` at `base` walks, or the iterator an
+    `enumerate` at `base` walks (from `__reduce__`)."""
 
     base: Source
 
@@ -433,6 +448,19 @@ class ContainerOfSource(Source):
         cg.load_const(container_of)
         cg.load_source(self.base)
         cg.call(1)
+
+
+@source_class
+class EnumerateCountSource(Source):
+    """The next count of the `enumerate` at `base` (from `__reduce__`; for guards only)."""
+
+    base: Source
+
+    def name(self) -> str:
+        return f"{self.base.name()}.__reduce__()[1][1]"
+
+    def describe(self) -> str:
+        return f"count of enumerate {self.base.describe()}"
 
 
 @source_class

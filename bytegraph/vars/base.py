@@ -286,6 +286,11 @@ class CallableValueVariable(VariableTracker):
     def fixed_callable(self):
         return self.fn
 
+    def truth(self, tx) -> bool:
+        if hasattr(type(self.fn), "__bool__") or hasattr(type(self.fn), "__len__"):
+            return super().truth(tx)
+        return True
+
     def is_python_constant(self) -> bool:
         return True
 

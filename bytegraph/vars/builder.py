@@ -16,23 +16,24 @@ from __future__ import annotations
 
 import collections
 import enum
-import types
 
 import torch
 
 from ..guards.guard import Guard, GuardKind
-from ..guards.sources import (ContainerOfSource, ItemSource, IteratorIndexSource, IteratorSeqSource,
-                              MethodResultSource, container_of)
+from ..guards.sources import (ContainerOfSource, EnumerateCountSource, ItemSource, IteratorIndexSource,
+                              IteratorSeqSource, MethodResultSource, ObjectSource, container_of)
 from . import registry
 from . import classes, code_object, constant, functions, keyed_dicts, locks, lru_cache, nn_module, objects, tensor, torch_functions  # noqa: F401  (their builders)
+from .typing_forms import TYPING_FORMS
 from .base import VariableTracker
 from .classes import ClassVariable
 from .constant import ConstantVariable, is_constant_value
 from .containers import DictVariable, ListVariable, NamedTupleVariable, SetVariable, SizeVariable, TupleVariable
 from .counter import CounterVariable
 from .deque import DequeVariable
+from .dict_keys import fixed_key
 from .dict_views import DictViewVariable
-from .iterators import HashedIteratorVariable, SequenceIteratorVariable, constant_sequence
+from .iterators import EnumerateIteratorVariable, HashedIteratorVariable, SequenceIteratorVariable, constant_sequence
 from .objects import UserObjectVariable, build_user_object, same_callable_guard
 from .registry import guard as _guard, register
 from .tensor import TensorVariable
@@ -63,7 +64,7 @@ def wrap(tx, value, source=None, guard: bool = True) -> VariableTracker:
 
 
 _IDENTITY_TRACKED = (ListVariable, DictVariable, SetVariable, UserObjectVariable, SequenceIteratorVariable,
-                     HashedIteratorVariable, DequeVariable)
+                     HashedIteratorVariable, EnumerateIteratorVariable, DequeVariable)
 
 
 def is_identity_tracked(vt) -> bool:
@@ -139,7 +140,7 @@ def _build_sequence(tx, value, source, do_guard: bool) -> VariableTracker:
 @register(dict, collections.OrderedDict, exact=True)
 def build_dict(tx, value, source, do_guard: bool) -> VariableTracker:
     """A dict or OrderedDict from outside (guarded by type and keys); Counter's builder uses it too."""
-    if not all(is_constant_value(k) for k in value):
+    if not all(fixed_key(k) for k in value):
         return keyed_dicts.build_keyed_dict(tx, value, source, do_guard)
     value_type = type(value)
     _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, value_type)
@@ -199,6 +200,22 @@ def _container(tx, value, source, do_guard: bool, kinds: tuple) -> VariableTrack
     if not isinstance(container_vt, kinds) or isinstance(container_vt, keyed_dicts.PartialDictVariable):
         tx.unsupported(f"a {type(value).__name__} over {container_vt.describe()}", category="unsupported value")
     return container_vt
+
+
+@register(enumerate, exact=True)
+def _build_enumerate(tx, value, source, do_guard: bool) -> VariableTracker:
+    """A real enumerate from outside (a for-loop iterator handed to a resume function): its
+    iterator and next count from `__reduce__`, the count guarded by value, the iterator
+    built like any (a sequence or dict/set iterator; others are opaque: the enumerate is
+    then a user object)."""
+    if source is None:
+        return build_user_object(tx, value, source, do_guard)
+    _, (inner, count) = value.__reduce__()
+    if type(inner) not in _SEQUENCE_ITERATORS and type(inner) not in _HASHED_ITERATORS:
+        return build_user_object(tx, value, source, do_guard)
+    _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, enumerate)
+    _guard(tx, do_guard, GuardKind.CONSTANT_MATCH, EnumerateCountSource(source), count)
+    return EnumerateIteratorVariable(wrap(tx, inner, IteratorSeqSource(source), do_guard), count, source)
 
 
 @register(*_DICT_VIEWS, exact=True)
@@ -265,10 +282,11 @@ def wrap_constant(value) -> VariableTracker:
         return DictVariable({k: wrap_constant(v) for k, v in value.items()}, dict_type=collections.OrderedDict)
     if type(value) is collections.Counter:
         return CounterVariable({k: wrap_constant(v) for k, v in value.items()})
-    if is_constant_value(value) or isinstance(value, (enum.Enum, types.GenericAlias)):  # `list[Tensor]`
+    if is_constant_value(value) or isinstance(value, (enum.Enum, *TYPING_FORMS)):  # `list[Tensor]`
         return ConstantVariable(value)
-    if isinstance(value, type):
-        return ClassVariable(value)
+    if isinstance(value, type):  # a builtin class keeps its trace rule (`int(...)` is a handler)
+        rule = RULES.get(value)
+        return rule.tracker(value, ObjectSource(value)) if rule is not None else ClassVariable(value)
     raise TypeError(f"cannot wrap {type(value).__qualname__} computed at trace time")
 
 

@@ -135,6 +135,11 @@ class ClassVariable(VariableTracker):
     def as_python_constant(self):
         return self.cls
 
+    def truth(self, tx) -> bool:
+        if hasattr(type(self.cls), "__bool__") or hasattr(type(self.cls), "__len__"):  # an Enum class
+            return super().truth(tx)
+        return True
+
     def reconstruct(self, cg) -> None:
         if self.source is None:  # e.g. the class a classmethod is bound to: the class itself
             cg.load_const(self.cls)

@@ -6,10 +6,18 @@ A dict tracker's `items` maps hashable Python keys to value trackers. Constants 
 own keys; a tensor's key is `TrackerKey(vt)`, equal only to itself: one real tensor is one
 tracker (graph inputs are deduplicated by identity, `OutputGraph.add_input`), and a tensor
 made in the trace is a new object, so tracker identity is the real key identity.
+
+Besides constants, a dict read from outside may be keyed by other fixed values that are
+their own keys too (`fixed_key`): classes (hashed by identity: a registry keyed by type),
+enum members and typing forms (`Union`, `list[int]`). Its keys guard compares them by
+equality, as the dict's lookups do.
 """
 from __future__ import annotations
 
-from .constant import ConstantVariable
+import enum
+
+from .constant import ConstantVariable, is_constant_value
+from .typing_forms import TYPING_FORMS
 
 
 class TrackerKey:
@@ -30,9 +38,25 @@ class TrackerKey:
         return f"<key {self.vt.describe()}>"
 
 
+def fixed_key(key) -> bool:
+    """Whether `key` of a dict read from outside is its own key in the dict's tracker: a
+    constant, a class whose metaclass keeps `type`'s hash and equality, an enum member, a
+    typing form."""
+    if is_constant_value(key) or isinstance(key, (enum.Enum, *TYPING_FORMS)):
+        return True
+    meta = type(key)
+    return isinstance(key, type) and meta.__hash__ is type.__hash__ and meta.__eq__ is type.__eq__
+
+
 def key_tracker(key):
     """The tracker of dict key `key` (as an iteration or `popitem` yields it)."""
-    return key.vt if type(key) is TrackerKey else ConstantVariable(key)
+    if type(key) is TrackerKey:
+        return key.vt
+    if isinstance(key, type):
+        from .builder import wrap_constant
+
+        return wrap_constant(key)
+    return ConstantVariable(key)
 
 
 def load_key(cg, key) -> None:

@@ -151,6 +151,9 @@ class BaseFunctionVariable(VariableTracker):
     def call_function(self, tx, args, kwargs):
         return tx.inline_call(self, args, kwargs)
 
+    def truth(self, tx) -> bool:
+        return True  # a function has no `__bool__` or `__len__`
+
     def bind_args(self, tx, args: list, kwargs: dict) -> dict:
         return bind_arguments(tx, self.get_code(), *self.default_trackers(tx), args, kwargs, self.describe())
 
@@ -457,6 +460,9 @@ class BoundMethodVariable(VariableTracker):
 
     def call_function(self, tx, args, kwargs):
         return self.fn.call_function(tx, [self.obj, *args], kwargs)
+
+    def truth(self, tx) -> bool:
+        return True  # a method object has no `__bool__` or `__len__`
 
     def var_getattr(self, tx, name):
         if name == "__self__":

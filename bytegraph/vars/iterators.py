@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 
-from .base import REPLAY_ITERATOR, VariableTracker
+from .base import REPLAY_CONTAINER, REPLAY_ITERATOR, VariableTracker
 from .constant import ConstantVariable
 from .containers import BaseListVariable, DictVariable, ListVariable, TupleVariable, _check_mutable
 from .dict_keys import key_tracker
@@ -132,6 +132,13 @@ class SequenceIteratorVariable(IteratorVariable):
     def _advance(self, tx, index) -> None:
         _check_mutable(tx, self, "__next__")
         self.index = index
+
+    def owner_stepped(self, tx) -> None:
+        """A real enumerate over this real iterator stepped it; its replay (an absolute
+        position, after the enumerate's) needs no change."""
+
+    def walked_container(self) -> VariableTracker:
+        return self.seq
 
     def reconstruct(self, cg) -> None:
         if self.source is not None:
@@ -239,6 +246,15 @@ class HashedIteratorVariable(IteratorVariable):
     def _advance_size(self, tx, size) -> None:
         _check_mutable(tx, self, "__next__")
         self.size = size
+
+    def owner_stepped(self, tx) -> None:
+        """A real enumerate over this real iterator stepped it, and its replay makes that
+        step: this one's replay (steps from `start`) leaves it out."""
+        _check_mutable(tx, self, "__next__")
+        self.start += 1
+
+    def walked_container(self) -> VariableTracker:
+        return self.container
 
     def walks(self, remaining: list) -> bool:
         """Whether the real items `remaining` (from the real iterator's `__reduce__`) are the
@@ -385,15 +401,24 @@ class ZipIteratorVariable(IteratorVariable):
 
 class EnumerateIteratorVariable(IteratorVariable):
     """`enumerate(iterator, start)`; rebuilt at a break as `enumerate(<the iterator rebuilt>,
-    <the next count>)`: the same iterator at the same position."""
+    <the next count>)`: the same iterator at the same position.
 
-    __slots__ = ("iterator", "count")
+    A real enumerate from outside (a for-loop's, handed to a resume function) has a source:
+    its iterator is read through `__reduce__` (a sequence or dict/set iterator, replayed on
+    its own) and its count guarded. Its count cannot be set, so the replay advances the
+    real enumerate as many steps as the trace did, with the containers (before any
+    iterator: a sequence iterator's own record, its absolute position, comes after) and the
+    steps it makes are not replayed again by its iterator (`owner_stepped`)."""
+
+    __slots__ = ("iterator", "count", "start")
     rebuilt_as_new_object = True
+    replay_phase = REPLAY_CONTAINER
 
-    def __init__(self, iterator, start: int = 0):
-        super().__init__(None)
+    def __init__(self, iterator, start: int = 0, source=None):
+        super().__init__(source)
         self.iterator = iterator
         self.count = start
+        self.start = start
 
     def python_type(self) -> type:
         return enumerate
@@ -407,6 +432,8 @@ class EnumerateIteratorVariable(IteratorVariable):
             return None
         pair = TupleVariable([ConstantVariable(self.count), item])
         self._count(tx, self.count + 1)
+        if self.source is not None:
+            self.iterator.owner_stepped(tx)
         return pair
 
     def _count(self, tx, count: int) -> None:
@@ -416,7 +443,19 @@ class EnumerateIteratorVariable(IteratorVariable):
     def children(self):
         return (self.iterator,)
 
+    def replay_records(self, cg) -> list:
+        """Advance the real enumerate as far as the trace did."""
+        walked = self.iterator.walked_container()
+        if walked.source is not None and cg.tx.output.side_effects.is_mutated(walked):
+            cg.tx.unsupported(f"advancing a real enumerate over {walked.describe()} that this graph also "
+                              "changed", category="side effect")
+        steps = self.count - self.start
+        return [cg.helper_effect(advance_iterator, self.source, lambda: cg.load_const(steps))]
+
     def reconstruct(self, cg) -> None:
+        if self.source is not None:
+            self.source.reconstruct(cg)
+            return
         cg.push_null()
         cg.load_const(enumerate)
         cg.reconstruct(self.iterator)

@@ -28,7 +28,7 @@ from .base import VariableTracker
 from .builtins import handles
 from .constant import ConstantVariable, is_constant_value
 from .containers import DICT_MUTATORS, DictVariable, _mutating_keys, missing_key_error
-from .dict_keys import TrackerKey, load_key, reconstruct_map
+from .dict_keys import TrackerKey, fixed_key, load_key, reconstruct_map
 from .iterators import iterator_of
 from .registry import guard as _guard, register
 
@@ -272,7 +272,7 @@ def _factory(tx, value, source) -> VariableTracker:
 @register(_defaultdict, exact=True)
 def _build_defaultdict(tx, value, source, do_guard: bool) -> VariableTracker:
     """A defaultdict from outside: with constant keys, guarded and read like a dict."""
-    if source is None or not all(is_constant_value(k) for k in value):
+    if source is None or not all(fixed_key(k) for k in value):
         return build_keyed_dict(tx, value, source, do_guard)
     _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, _defaultdict)
     _guard(tx, do_guard, GuardKind.DICT_KEYS, source, tuple(value))

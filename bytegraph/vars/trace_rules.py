@@ -5,7 +5,9 @@
   what `torch.overrides` lists, plus tensor factories);
 - BUILTIN: a handler with trace-time semantics of its own (`vars/builtins.py::HANDLERS`:
   builtins, `operator`, `math`; `vars/torch_functions.py::SPECIAL`: grad mode, RNG state,
-  `torch.Size`, folded state queries...; `vars/environ.py`: reads of `os.environ`);
+  `torch.Size`, folded state queries...; `vars/environ.py`: reads of `os.environ`;
+  `vars/typing_forms.py`: `typing.get_origin`/`get_args` folded on constants;
+  `vars/autograd_function.py`: `Function.apply` of a custom autograd.Function);
 - POLYFILL: a C function with a Python stand-in (`vars/polyfills/`), inlined in its place;
 - INLINE: a Python function, whose bytecode is inlined;
 - BREAK: a call is a graph break; the rule says why and how to avoid it (a Python function
@@ -30,6 +32,8 @@ from dataclasses import dataclass
 
 from . import counter, deque, keyed_dicts, logging_calls, mappings, namedtuples, polyfills, signatures  # noqa: F401  (their HANDLERS entries)
 from .environ import ENVIRON_READS
+from .typing_forms import FOLDS as TYPING_FOLDS
+from .autograd_function import APPLY as AUTOGRAD_APPLY
 from .builtins import HANDLERS, BuiltinVariable
 from .polyfills import POLYFILLS, PolyfillVariable
 from .torch_functions import GRAPH_OPS, SPECIAL, TorchFunctionVariable, TorchSpecialVariable
@@ -69,6 +73,11 @@ def _table() -> dict:
                    handler=h)) for fn, h in HANDLERS.items()),
         ((fn, Rule(Kind.BUILTIN, "a read of os.environ: folded, the value guarded (vars/environ.py)", tracker))
          for fn, tracker in ENVIRON_READS.items()),
+        ((fn, Rule(Kind.BUILTIN, "a pure query of a type annotation: folded on constant arguments "
+                                 "(vars/typing_forms.py)", tracker)) for fn, tracker in TYPING_FOLDS.items()),
+        ((fn, Rule(Kind.BUILTIN, "a custom autograd.Function applied where no gradient flows: forward traced "
+                                 "in place (vars/autograd_function.py)", tracker))
+         for fn, tracker in AUTOGRAD_APPLY.items()),
     )
     rules: dict = {}
     for table in tables:

@@ -17,14 +17,11 @@ from bench.hf_models import MODELS, output_tensors  # noqa: E402
 transformers.logging.set_verbosity_error()
 
 # model -> at most this many graph breaks (measured with transformers 5.24.0)
-MAX_BREAKS = {"gpt2": 0, "bert": 0, "llama": 0, "t5": 0, "vit": 0, "whisper_encoder": 0}
+MAX_BREAKS = {"gpt2": 0, "bert": 0, "llama": 0, "t5": 0, "bart": 0, "vit": 0, "whisper_encoder": 0}
 
 # captured whole with fullgraph=True (ModelOutputs made and returned: tests/test_dict_subclass_outputs.py)
-ONE_GRAPH = ["gpt2", "bert", "roberta", "distilbert", "llama", "mistral", "qwen2", "falcon", "opt", "t5", "vit",
-             "convnext", "whisper_encoder"]
-
-_REMAINING = ("the encoder-decoder cache copies the config (`get_text_config(decoder=True)` of a flat "
-              "config), whose strict-dataclass validators call typing.get_origin(), a graph break")
+ONE_GRAPH = ["gpt2", "bert", "roberta", "distilbert", "llama", "mistral", "qwen2", "falcon", "bloom", "opt", "t5", "bart",
+             "mbart", "pegasus", "vit", "convnext", "whisper_encoder"]
 
 
 def _assert_same_outputs(expected, actual):
@@ -59,11 +56,6 @@ def _one_graph(name):
 @pytest.mark.parametrize("name", ONE_GRAPH)
 def test_model_one_graph(name):
     _one_graph(name)
-
-
-@pytest.mark.xfail(strict=True, reason=_REMAINING)
-def test_bart_one_graph():
-    _one_graph("bart")
 
 
 def test_model_forward_method_matches_eager():
