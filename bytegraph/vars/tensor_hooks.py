@@ -157,7 +157,14 @@ class RemovableHandleVariable(VariableTracker):
             self.source.reconstruct(cg)
             return
         cg.tx.output.side_effects.emit_hooks(cg)  # Note [Hook replay]
-        cg.load_fast(cg.tempvars[id(self)])
+        name = cg.tempvars.get(id(self))
+        if name is None:  # reached while rebuilding its own hook: the hook's closure holds it
+            cg.tx.unsupported("a tensor hook whose closure holds the hook's own handle (residual code would "
+                              "need the handle before the registration returns it)",
+                              category="unsupported hook handle",
+                              hint="pass the handle to the hook through an object attribute set after "
+                                   "registering, outside the compiled function")
+        cg.load_fast(name)
 
 
 class HandleIdVariable(UnpinnedIntVariable):

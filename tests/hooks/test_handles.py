@@ -221,3 +221,36 @@ def test_removing_a_module_forward_hook_inside_breaks_and_matches_eager():
             return lin(y).sum()
         return f, make, log
     differential(build, backend="eager", calls=3, steady=False)
+
+
+def test_hook_whose_closure_holds_its_own_handle_runs_eagerly_with_a_reason(caplog):
+    def build():
+        log = []
+
+        def f(x):
+            h = None
+
+            def once(g):
+                log.append("once")
+                h.remove()
+                return g * 2
+            h = x.register_hook(once)
+            return (x * 1).sum()
+        return f, lambda i: (leaf(3, seed=i),), log
+    with caplog.at_level("DEBUG", logger="bytegraph.graph_breaks"):
+        # the graph is compiled before the residual code finds the cycle; the entry runs eagerly
+        differential(build, backend="eager", graphs=1)
+    assert "a tensor hook whose closure holds the hook's own handle" in caplog.text
+
+
+def test_removing_a_module_hook_handle_inside_names_the_reason(caplog):
+    lin = torch.nn.Linear(3, 3)
+    h = lin.register_forward_pre_hook(lambda m, a: None)
+
+    def f(x, h):
+        h.remove()
+        return lin(x)
+    with caplog.at_level("DEBUG", logger="bytegraph.graph_breaks"):
+        bytegraph.compile(f)(torch.randn(2, 3), h)
+    assert "a module hook, inside the compiled region" in caplog.text
+    assert not lin._forward_pre_hooks

@@ -387,3 +387,26 @@ def test_tensor_hook_inside_a_module_with_a_forward_hook():
         m.register_forward_hook(lambda mod, a, o: log.append("fwd") or o * 3)
         return m, lambda i: (torch.randn(2, 3, requires_grad=True),), log
     differential(build, backend="aot_eager", graphs=1, calls=4)
+
+
+STEADY_MODULE_CASES = {
+    "forward_hook": lambda m, log: m.fc2.register_forward_hook(lambda mod, a, o: o * 2),
+    "pre_hook": lambda m, log: m.fc1.register_forward_pre_hook(lambda mod, a: (a[0] + 1,)),
+    "appending_hook": lambda m, log: m.fc1.register_forward_hook(lambda mod, a, o: log.append(o.sum().item())),
+    "kwargs_hook": lambda m, log: m.register_forward_hook(lambda mod, a, k, o: o, with_kwargs=True),
+    "two_modules": lambda m, log: (m.fc1.register_forward_hook(lambda mod, a, o: log.append(1)),
+                                   m.fc2.register_forward_pre_hook(lambda mod, a: log.append(2))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STEADY_MODULE_CASES))
+def test_ten_calls_of_a_hooked_module_compile_once(case):
+    differential(_mlp_world(STEADY_MODULE_CASES[case]), backend="eager", calls=10, graphs=1)
+
+
+def test_ten_training_steps_with_hooks_registered_in_forward_compile_once():
+    def build():
+        torch.manual_seed(0)
+        m = Clipped(0.1)
+        return m, lambda i: (torch.randn(4, 4),), []
+    differential(build, backend="eager", calls=10, graphs=1)
