@@ -87,15 +87,13 @@ class HookRecord:
 
 def register_tensor_hook(tx, tensor, method: str, args: list, kwargs: dict) -> VariableTracker:
     """`tensor.<method>(fn)` on a tensor with a source: recorded, replayed after the graph."""
-    if kwargs or len(args) != 1:
-        names = ", ".join(kwargs)
-        tx.raise_user_error(TypeError(f"{method}() takes exactly one argument ({len(args)} given"
-                                      + (f", keywords {names})" if names else ")")))
+    if len(args) + len(kwargs) != 1 or (kwargs and "hook" not in kwargs):
+        tx.unsupported(f"{method}() called with arguments other than one hook", category="unsupported tensor method")
     if not tensor.example.requires_grad:
         tx.raise_user_error(RuntimeError("cannot register a hook on a tensor that doesn't require gradient"))
     if method == "register_post_accumulate_grad_hook" and not tensor._grad_fn_is_none(tx):
         tx.raise_user_error(RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors"))
-    fn = args[0]
+    fn = args[0] if args else kwargs["hook"]
     if fn.source is None and type(fn).reconstruct is VariableTracker.reconstruct:
         tx.unsupported(f"{method}() with hook {fn.describe()}, which residual code cannot rebuild",
                        category="unsupported tensor method")

@@ -509,3 +509,21 @@ def test_ten_calls_compile_once(case):
             return (x * x).sum()
         return f, lambda i: (leaf(3, seed=i),), log
     differential(build, backend="eager", calls=10, graphs=1)
+
+
+def test_hook_passed_by_keyword():
+    def build():
+        def f(x):
+            x.register_hook(hook=lambda g: g * 4)
+            return x.sum()
+        return f, lambda i: (leaf(3, seed=i),), []
+    differential(build, backend="eager", graphs=1)
+
+
+def test_register_hook_with_a_wrong_call_raises_like_eager():
+    def build():
+        def f(x):
+            x.register_hook(lambda g: g, 2)
+            return x.sum()
+        return f, lambda i: (leaf(3, seed=i),), []
+    differential(build, backend="eager")
