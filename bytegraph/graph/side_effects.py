@@ -81,7 +81,8 @@ class SideEffects:
     mutation barrier every in-place change of a tracker passes (Note [Mutation barrier])."""
 
     __slots__ = ("output", "mutated", "globals", "by_id", "_keepalive", "writes", "current_scope",
-                 "_scope_names", "_undo", "_saved", "_checkpoints", "positioned", "calls", "_calls_allowed")
+                 "_scope_names", "_undo", "_saved", "_checkpoints", "positioned", "calls", "_calls_allowed",
+                 "hooks")
 
     def __init__(self, output=None):
         self.output = output           # the OutputGraph (for the translator at a refused write)
@@ -98,6 +99,7 @@ class SideEffects:
         self.positioned: list = []     # iterators made during tracing, positioned after the replay
         self.calls: list = []          # (fn, args, kwargs) replayed after the stores (Note [Replayed calls])
         self._calls_allowed: set = set()  # scopes whose recorded calls are the caller's business
+        self.hooks: list = []          # tensor hook registrations and removals (vars/tensor_hooks.py)
 
     # ---- the barrier -------------------------------------------------------------------
     def mutate(self, vt, replay: bool = True) -> None:
@@ -189,6 +191,21 @@ class SideEffects:
         del self.calls[n:]
         return dropped
 
+    def record_hook(self, record) -> None:
+        """A tensor hook registered or removed (a `HookRecord`): refused inside a speculation
+        scope, undoable, replayed first (Note [Hook replay] in vars/tensor_hooks.py)."""
+        if self.current_scope:
+            self._refuse("a tensor hook")
+        self.hooks.append(record)
+        self.writes += 1
+
+    def emit_hooks(self, cg) -> None:
+        """The hook records' residual code, in log order, once per residual code."""
+        if not cg.hooks_emitted:
+            cg.hooks_emitted = True
+            for record in self.hooks:
+                record.emit(cg)
+
     def pending_global(self, f_globals: dict, name: str):
         """The tracker written to global `name` of `f_globals` (DELETED, or None if none)."""
         entry = self.globals.get((id(f_globals), name))
@@ -213,11 +230,12 @@ class SideEffects:
         self._checkpoints += 1
         self._saved = set()
         return (len(self._undo), len(self.mutated), len(self.globals), len(self._keepalive), self.writes,
-                len(self.calls))
+                len(self.calls), len(self.hooks))
 
     def restore(self, cp: tuple) -> None:
         """Undo every change since `cp` (which stays active: it can be restored again)."""
-        undo_len, mutated_len, globals_len, keepalive_len, writes, calls_len = cp
+        undo_len, mutated_len, globals_len, keepalive_len, writes, calls_len, hooks_len = cp
+        del self.hooks[hooks_len:]
         undo = self._undo
         while len(undo) > undo_len:
             restore, arg = undo.pop()
@@ -248,7 +266,7 @@ class SideEffects:
 
     def values(self) -> list:
         """Every tracker the replay writes (for collecting graph outputs)."""
-        out = []
+        out = [vt for record in self.hooks for vt in record.replayed_values()]
         for phase, written in enumerate(self._by_phase()):
             if phase == REPLAY_GLOBAL:
                 out.extend(entry[3] for entry in self.globals.values() if entry[3] is not DELETED)
@@ -259,6 +277,7 @@ class SideEffects:
     # ---- replay ------------------------------------------------------------------------------
     def replay(self, cg) -> None:
         """Emit the replay (stack-neutral; see Note [Side-effect replay])."""
+        self.emit_hooks(cg)
         records = self._records(cg)
         for push, _ in reversed(records):  # pushed last-first, so the stores run in log order
             push()

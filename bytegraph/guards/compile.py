@@ -3,7 +3,8 @@
 The function takes the frame's argument locals positionally (the same order as
 `co_varnames`), reads globals through `G` and closure cells through `C`, and returns
 True only if every clause holds; any exception while checking means "no match".
-`first_failure` re-checks clause by clause to tell the user which guard failed.
+`first_failure` re-checks clause by clause to tell the user which guard failed, and
+`observed` reads what that guard's source holds now.
 """
 from __future__ import annotations
 
@@ -52,6 +53,24 @@ class CompiledGuards:
             if not ok:
                 return guard
         return None
+
+    def observed(self, guard: Guard, values: tuple):
+        """What `guard`'s source holds now for the argument `values` (`UNREADABLE` if reading
+        it raises). The clauses up to `guard`'s run first, for the aliases they bind."""
+        if guard.source is None:
+            return UNREADABLE
+        local_scope = dict(zip(self.argnames, values))
+        try:
+            for g, clause in zip(self.guards, self.clauses):
+                eval(clause, self._scope, local_scope)
+                if g is guard:
+                    return eval(guard.source.name(), self._scope, local_scope)
+        except Exception:  # the value cannot be read (a missing attribute, a changed type)
+            return UNREADABLE
+        return UNREADABLE
+
+
+UNREADABLE = object()  # `observed` of a guard whose source cannot be read now
 
 
 def _render(clauses: list[str], argnames: tuple[str, ...]) -> str:

@@ -25,6 +25,7 @@ from ..guards.sources import OBJECT_REFS, LocalSource
 from ..translate.capture import argument_names, capture
 from ..translate.continuation import forget_continuations
 from ..translate.resume import forget_resume_functions
+from . import recompiles
 from .logs import logger
 
 _live: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
@@ -224,17 +225,17 @@ class CompiledFunction:
 
     def _capture(self, values):
         if self.entries:
-            reason = self._miss_reason(values)
             if len(self.entries) >= config.cache_size_limit:
                 if not self.limit_warned:
                     self.limit_warned = True
-                    warnings.warn(f"bytegraph: {self.code.co_qualname} ({self.code.co_filename}:"
-                                  f"{self.code.co_firstlineno}) hit config.cache_size_limit="
-                                  f"{config.cache_size_limit}; running it eagerly from now on when no "
-                                  f"compiled entry matches. Last failing guard: {reason}",
+                    found = recompiles.failures(self.entries, values)
+                    warnings.warn(recompiles.limit_message(self.code.co_qualname, self._location(), found,
+                                                           config.cache_size_limit),
                                   RecompileLimitWarning, stacklevel=4)
                 return self.fn
-            logger("recompiles").debug("recompiling %s: %s", self.code.co_qualname, reason)
+            log = logger("recompiles")
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("%s", self._recompile_message(values))
         try:
             result = capture(self.fn, values, self.backend, self.fullgraph, self.callee_compiler)
             guards = self._compile_guards(result.guards)
@@ -306,12 +307,14 @@ class CompiledFunction:
             listener(self, entry, graph_break)
         return entry.fn
 
-    def _miss_reason(self, values) -> str:
-        failure = self.entries[-1].guards.first_failure(values)
-        if failure is None:
-            return "no entry matched"
-        where = f" (guard from {failure.user_location})" if failure.user_location else ""
-        return f"guard failed: {failure.describe()}{where}{self._default_note(failure, values)}"
+    def _location(self) -> str:
+        return f"{self.code.co_filename}:{self.code.co_firstlineno}"
+
+    def _recompile_message(self, values) -> str:
+        """Which guard failed for each entry the wrapper tried (runtime/recompiles.py)."""
+        found = recompiles.failures(self.entries, values)
+        notes = {f.entry_number: self._default_note(f.guard, values) for f in found if f.guard is not None}
+        return recompiles.recompile_message(self.code.co_qualname, self._location(), found, notes)
 
     def _default_note(self, failure, values) -> str:
         """Names the defaults when the failing guard is on a parameter that the wrapper

@@ -34,6 +34,7 @@ from .deque import DequeVariable
 from .dict_keys import fixed_key
 from .dict_views import DictViewVariable
 from .iterators import EnumerateIteratorVariable, HashedIteratorVariable, SequenceIteratorVariable, constant_sequence
+from .lazy_list import LazyListVariable
 from .objects import UserObjectVariable, build_user_object, same_callable_guard
 from .registry import guard as _guard, register
 from .tensor import TensorVariable
@@ -127,6 +128,8 @@ def _build_size(tx, value, source, do_guard: bool) -> VariableTracker:
 def _build_sequence(tx, value, source, do_guard: bool) -> VariableTracker:
     value_type = type(value)
     _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, value_type)
+    if value_type is list and source is not None:  # length and items guarded when read
+        return LazyListVariable(tx.output, value, source, do_guard)
     _guard(tx, do_guard, GuardKind.LEN_MATCH, source, len(value))
     items = [wrap(tx, v, ItemSource(source, i) if source is not None else None, do_guard)
              for i, v in enumerate(value)]

@@ -41,11 +41,12 @@ from torch.nn.modules import module as _module_mod
 
 from ..guards.guard import Guard, GuardKind
 from ..guards.sources import AttrSource, ObjectSource, Source, source_class
-from .base import VariableTracker
+from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, TupleVariable
 from .functions import BoundMethodVariable
 from .lazy_int import wrap_int
+from .module_hooks import REGISTRATION_METHODS, break_on_backward_hooks, registration_break
 from .classes import class_dict_source, class_lookup
 from .objects import DELETED, UserObjectVariable
 from .registry import register
@@ -302,6 +303,8 @@ class NNModuleVariable(UserObjectVariable):
         if cls_attr is not _ABSENT:
             if name in _TREE_METHODS and cls_attr is getattr(torch.nn.Module, name):
                 return ModuleMethodVariable(self, name)
+            if name in REGISTRATION_METHODS and cls_attr is getattr(torch.nn.Module, name):
+                return MethodOfVariable(self, name)  # its call breaks (vars/module_hooks.py)
             if name != "forward" or not self.call_checked:  # Note [Module call guard] covers forward
                 # an instance attribute set later would shadow the class attribute
                 tx.output.add_guard(Guard(GuardKind.NOT_PRESENT, self.dict_src, name, tx.guard_location()))
@@ -379,6 +382,7 @@ class NNModuleVariable(UserObjectVariable):
         if cls.__call__ is torch.nn.Module.__call__ and cls._call_impl is torch.nn.Module._call_impl \
                 and not self.has_hooks(tx):
             return self.var_getattr(tx, "forward").call_function(tx, args, kwargs)
+        break_on_backward_hooks(tx, self)
         return super().call_function(tx, args, kwargs)  # inline type(module).__call__ (hooks run)
 
     def inlined_function(self):
@@ -481,6 +485,8 @@ class NNModuleVariable(UserObjectVariable):
 
     def call_method(self, tx, name, args, kwargs):
         module = self.value
+        if name in REGISTRATION_METHODS and class_lookup(type(module), name)[1] is getattr(torch.nn.Module, name):
+            registration_break(tx, self.source.describe(), name)
         if name == "__getitem__" and len(args) == 1 and not kwargs and args[0].is_python_constant() \
                 and class_lookup(type(module), "__getitem__")[1] in _INDEXABLE:
             return self._index(tx, args[0].as_python_constant())

@@ -18,6 +18,7 @@ from .constant import ConstantVariable
 from .containers import SizeVariable, TupleVariable
 from .dict_keys import TrackerKey
 from .registry import register
+from .tensor_hooks import HOOK_METHODS, register_tensor_hook
 from .tensor_scalar_args import rewrite_method
 
 # Attributes whose value only depends on what the tensor guard pins.
@@ -50,7 +51,6 @@ _DATA_DEPENDENT = {
 }
 _NOT_CAPTURED = {
     "backward": "calls backward() inside the compiled region",
-    "register_hook": "registers a tensor hook",
     "retain_grad": "changes autograd state of a tensor",
     "requires_grad_": "changes requires_grad of a tensor",
     "data_ptr": "reads a tensor's storage address",
@@ -152,6 +152,11 @@ class TensorVariable(VariableTracker):
             return register_hook(tx, self, args, kwargs)
         if name in _NOT_CAPTURED:
             tx.unsupported(f"{name}() {_NOT_CAPTURED[name]}", category="unsupported tensor method")
+        if name in HOOK_METHODS:
+            if self.source is None:  # a hook on an intermediate (issue 17)
+                tx.unsupported(f"{name}() registers a tensor hook",
+                               category="unsupported tensor method")
+            return register_tensor_hook(tx, self, name, args, kwargs)
         if name in _METADATA_METHODS or (name == "size") or (name == "type" and not args and not kwargs):
             from .builder import fold_call
 

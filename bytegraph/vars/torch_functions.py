@@ -22,6 +22,7 @@ from .constant import ConstantVariable
 from .registry import guard, register
 from .tensor_scalar_args import rewrite_function
 from .autocast import SPECIAL as AUTOCAST_SPECIAL, state_query
+from .module_hooks import MODULE_HOOK_SPECIAL
 from .torch_contexts import null_context
 
 _FACTORIES = (
@@ -289,6 +290,7 @@ def _guarded_query(fn):
 
 SPECIAL = {
     **AUTOCAST_SPECIAL,  # torch.autocast blocks and the autocast state queries
+    **MODULE_HOOK_SPECIAL,  # registering a global module hook: a graph break (vars/module_hooks.py)
     # Global state torch's and libraries' code asks about: functorch transforms (vmap, grad)
     # active, a CUDA graph being captured.
     torch._C._are_functorch_transforms_active: _guarded_query(torch._C._are_functorch_transforms_active),
