@@ -52,9 +52,6 @@ class LazyListVariable(ListVariable):
             self._realize()
         return self._items
 
-    def is_realized(self) -> bool:
-        return self._items is not None
-
     def _realize(self) -> None:
         output = self._lazy_output
         tx = output.current_tx
