@@ -69,3 +69,18 @@ def test_module_parameters_still_bind_their_aliases_first():
     m[2].bias.requires_grad_(False)
     torch.testing.assert_close(compiled(x), m(x))
     assert counter.frame_count == 2
+
+
+def test_another_thread_spells_names_in_full_while_guards_compile():
+    import threading
+
+    from bytegraph.guards.sources import ItemSource, LocalSource, naming
+
+    source = ItemSource(LocalSource("kw"), "x")
+    seen = []
+    with naming({source: "__bg_p0"}):
+        assert source.name() == "__bg_p0"
+        thread = threading.Thread(target=lambda: seen.append(source.name()))
+        thread.start()
+        thread.join()
+    assert seen == ["kw['x']"] and source.name() == "kw['x']"

@@ -12,6 +12,7 @@ that many sources share once into a local (`PyCodegen.call_graph`).
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, fields
 
 
@@ -53,11 +54,13 @@ class GuardNaming:
     when it has one; with `record`, every other name spelled is appended to `used`, innermost
     first, as `[source, text, the text of the name spelling it or None]`: how the guard
     compiler finds the paths several clauses spell (Note [Shared guard paths] in
-    guards/compile.py). Guards are compiled under the compile lock, so one is active at a time."""
+    guards/compile.py). Guards are compiled under the compile lock, so one is active at a time;
+    it answers only the thread that made it (another thread's messages spell names in full)."""
 
-    __slots__ = ("aliases", "record", "used", "_spelling")
+    __slots__ = ("aliases", "record", "thread", "used", "_spelling")
 
     def __init__(self, aliases: dict, record: bool):
+        self.thread = threading.get_ident()
         self.aliases = aliases
         self.record = record
         self.used: list = []
@@ -85,6 +88,7 @@ class GuardNaming:
 
 
 _naming: GuardNaming | None = None
+_get_ident = threading.get_ident
 
 
 class naming:
@@ -113,9 +117,10 @@ def source_class(cls):
     own_name = cls.__dict__.get("name")
     if own_name is not None:
         def name(self) -> str:
-            if _naming is None:
+            active = _naming
+            if active is None or active.thread != _get_ident():
                 return own_name(self)
-            return _naming.name(self, own_name)
+            return active.name(self, own_name)
 
         name.__doc__ = own_name.__doc__
         cls.name = name
