@@ -8,7 +8,8 @@ both systems and the wall time of each one's first (capturing) call, then bytegr
 reasons ranked by how many models hit them. Capture times are those of `explain` runs (one
 capture each, on a shared machine): a rough comparison, not `make bench`'s measurement.
 
-The model table `MODELS` is also what tests/models/test_transformers_models.py draws its cases from.
+The model table `MODELS` is also what tests/models/test_transformers_models.py draws its cases from;
+`ONE_GRAPH` names the models captured whole, which tests/models and `make bench` both use.
 """
 from __future__ import annotations
 
@@ -127,6 +128,11 @@ MODELS: dict[str, ModelCase] = {case.name: case for case in [
                                 hidden_sizes=[8, 16], depths=[1, 1])),
     ModelCase("whisper_encoder", _whisper_encoder),
 ]}
+
+# The models bytegraph captures whole (`fullgraph=True`, one graph): tests/models checks each,
+# and `make bench` times each against torch.compile (bench/model_workloads.py).
+ONE_GRAPH = ["gpt2", "bert", "roberta", "distilbert", "llama", "mistral", "qwen2", "falcon", "bloom", "opt", "t5", "bart",
+             "mbart", "pegasus", "vit", "convnext", "whisper_encoder"]
 
 
 def output_tensors(value) -> list[torch.Tensor]:

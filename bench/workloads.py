@@ -10,35 +10,60 @@ To add a workload, write a function that returns a `Case` and decorate it with
 workloads call live at module level here, as user code would.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
 
+CAPTURE_RATIO_TARGET = 0.25
+OVERHEAD_RATIO_TARGET = 0.5
+
+
+def _same(value: Any) -> Any:
+    return value
+
 
 @dataclass(frozen=True)
 class Case:
+    """`fn(*args, **kwargs)`, run with grad mode `grad`; `comparable(output)` is what is checked
+    against eager's (the default compares the output itself)."""
+
     fn: Callable[..., Any]
     args: tuple[Any, ...]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    grad: bool = True
+    comparable: Callable[[Any], Any] = _same
+
+    def __call__(self, fn: Callable[..., Any] | None = None) -> Any:
+        """Call `fn` (default: the eager `self.fn`) on this case's arguments, in its grad mode."""
+        with torch.set_grad_enabled(self.grad):
+            return (self.fn if fn is None else fn)(*self.args, **self.kwargs)
 
 
 @dataclass(frozen=True)
 class Workload:
+    """`captures` overrides the run's fresh captures per system (slow workloads take fewer);
+    the targets are the bytegraph / torch.compile ratios this workload must stay under."""
+
     name: str
     description: str
     build: Callable[[], Case]
+    captures: int | None = None
+    capture_target: float = CAPTURE_RATIO_TARGET
+    overhead_target: float = OVERHEAD_RATIO_TARGET
 
 
 WORKLOADS: dict[str, Workload] = {}
 
 
-def workload(name: str, description: str) -> Callable[[Callable[[], Case]], Callable[[], Case]]:
-    """Register `build` under `name`; names are unique and keep registration order."""
+def workload(name: str, description: str, **options: Any) -> Callable[[Callable[[], Case]], Callable[[], Case]]:
+    """Register `build` under `name` (`options`: Workload's optional fields); names are unique
+    and keep registration order."""
 
     def register(build: Callable[[], Case]) -> Callable[[], Case]:
         if name in WORKLOADS:
             raise ValueError(f"workload {name!r} is registered twice")
-        WORKLOADS[name] = Workload(name, description, build)
+        WORKLOADS[name] = Workload(name, description, build, **options)
         return build
 
     return register
@@ -240,3 +265,6 @@ for _n in (500, 1000, 2000):
 # --- graph breaks (bench/break_workloads.py registers its workloads on import) --------------
 import bench.break_workloads  # noqa: E402,F401
 import bench.compiled_autograd_workloads  # noqa: E402,F401  (training steps with hooks, issue 17)
+
+# --- transformers models (bench/model_workloads.py; skipped without transformers) ------------
+import bench.model_workloads  # noqa: E402,F401

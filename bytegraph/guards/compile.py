@@ -5,13 +5,26 @@ The function takes the frame's argument locals positionally (the same order as
 True only if every clause holds; any exception while checking means "no match".
 `first_failure` re-checks clause by clause to tell the user which guard failed, and
 `observed` reads what that guard's source holds now.
+
+Note [Shared guard paths]
+Clauses spell their sources in full, and in a model most share long prefixes: the tensor
+guard of `kwargs['input_ids']` reads that item six times, and a transformers forward's
+globals are reached through the same six `__closure__` cells by dozens of clauses. The
+generated function therefore reads each path that clauses spell more than once (a source
+whose text is not a plain name) once, into a local `__bg_pN`, in a statement right before
+the first clause that spells it, and every later spelling uses the local. That keeps the
+order of reads: a clause reads its source before anything else, so the statement only moves
+that read to just before the clause (never before the guards of what it reads through),
+and a path whose text uses a name that its clause binds with `:=` is not hoisted there.
+`clauses` (what explain, logs and `first_failure` show) keep the full spelling.
 """
 from __future__ import annotations
 
+import collections
 import re
 
 from .guard import Guard
-from .sources import OBJECT_REFS
+from .sources import OBJECT_REFS, naming
 
 
 class _Binder:
@@ -35,8 +48,8 @@ class CompiledGuards:
         self.guards = guards
         self.argnames = argnames
         binder = _Binder()
-        self.clauses = [g.clause(binder) for g in guards]
-        self.source = _render(self.clauses, argnames)
+        self.clauses, used = _clauses(guards, binder)
+        self.source = _render(guards, self.clauses, used, binder, argnames)
         scope = _scope(binder.values, f_globals, closure, self.source)
         exec(compile(self.source, "<bytegraph guards>", "exec"), scope)
         self.fn = scope["__bg_guard"]
@@ -73,14 +86,87 @@ class CompiledGuards:
 UNREADABLE = object()  # `observed` of a guard whose source cannot be read now
 
 
-def _render(clauses: list[str], argnames: tuple[str, ...]) -> str:
-    params = ", ".join(argnames)
-    body = " and \\\n            ".join(f"({c})" for c in clauses) or "True"
-    return (f"def __bg_guard({params}):\n"
+def _clauses(guards: list[Guard], bind) -> tuple[list[str], list[list]]:
+    """Each guard's clause, spelled in full, and the names it spells (innermost first:
+    `[source, text, the text spelling it or None]`, see `GuardNaming`)."""
+    clauses, used = [], []
+    with naming({}, record=True) as names:
+        for guard in guards:
+            names.used = []
+            clauses.append(guard.clause(bind))
+            used.append(names.used)
+    return clauses, used
+
+
+_WALRUS = re.compile(r"(\w+) :=")
+_NAME = re.compile(r"__bg_\w+")
+
+
+def _render(guards: list[Guard], clauses: list[str], used: list[list], bind, argnames: tuple[str, ...]) -> str:
+    """The guard function: the clauses joined by `and`, with every shared path read into a
+    local before the first clause that spells it (Note [Shared guard paths])."""
+    shared = _shared(clauses, used)
+    aliases: dict = {}  # source -> its local
+    bound: set = set()  # the texts of those sources
+    body: list[str] = []  # statements
+    group: list[str] = []  # clauses since the last statement
+    with naming(aliases):
+        for guard, clause, names in zip(guards, clauses, used):
+            hoisted = False
+            walrus = None
+            for source, text, _ in names:
+                if text not in shared:
+                    continue
+                hoisted = True
+                if text in bound:
+                    continue
+                if walrus is None:
+                    walrus = set(_WALRUS.findall(clause)) if ":=" in clause else ()
+                if walrus and walrus.intersection(_NAME.findall(text)):
+                    continue
+                if group:
+                    body.append(f"if not {_conjunction(group)}: return False")
+                    group = []
+                expression = source.name()
+                alias = aliases[source] = f"__bg_p{len(aliases)}"
+                bound.add(text)
+                body.append(f"{alias} = {expression}")
+            group.append(guard.clause(bind) if hoisted else clause)
+    body.append(f"return {_conjunction(group)}" if group else "return True")
+    statements = "\n        ".join(body)
+    return (f"def __bg_guard({', '.join(argnames)}):\n"
             f"    try:\n"
-            f"        return ({body})\n"
+            f"        {statements}\n"
             f"    except Exception:\n"
             f"        return False\n")
+
+
+def _shared(clauses: list[str], used: list[list]) -> set:
+    """The texts of the sources worth a local: read (spelled not as a plain name, not binding
+    one) more than once, where the spellings inside one shared outer path count once (it is
+    read once); outer paths are decided first (a source's text is longer than that of every
+    source it reads through). A clause may spell its own source several times
+    (`type(s) is F and s.__code__ is C`): counted so."""
+    outers = collections.defaultdict(list)  # text -> the text spelling it each time (None: a clause)
+    for clause, names in zip(clauses, used):
+        for _, text, outer in names:
+            if outer is None:
+                outers[text] += [None] * clause.count(text)
+            else:
+                outers[text].append(outer)
+    shared: set = set()
+    for text in sorted(outers, key=len, reverse=True):
+        spelled = outers[text]
+        if len(spelled) < 2 or text.isidentifier() or ":=" in text:
+            continue
+        reads = sum(outer not in shared for outer in spelled) + len(shared.intersection(spelled))
+        if reads > 1:
+            shared.add(text)
+    return shared
+
+
+def _conjunction(clauses: list[str]) -> str:
+    return "(" + " and \\\n            ".join(f"({c})" for c in clauses) + ")"
 
 
 def _scope(values: dict, f_globals: dict, closure, source: str) -> dict:

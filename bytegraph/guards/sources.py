@@ -12,6 +12,7 @@ that many sources share once into a local (`PyCodegen.call_graph`).
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, fields
 
 
@@ -48,13 +49,81 @@ class Source:
         return self
 
 
+class GuardNaming:
+    """While active (`naming`), every `name()` of a `source_class` source answers `aliases[source]`
+    when it has one; with `record`, every other name spelled is appended to `used`, innermost
+    first, as `[source, text, the text of the name spelling it or None]`: how the guard
+    compiler finds the paths several clauses spell (Note [Shared guard paths] in
+    guards/compile.py). Guards are compiled under the compile lock, so one is active at a time;
+    it answers only the thread that made it (another thread's messages spell names in full)."""
+
+    __slots__ = ("aliases", "record", "thread", "used", "_spelling")
+
+    def __init__(self, aliases: dict, record: bool):
+        self.thread = threading.get_ident()
+        self.aliases = aliases
+        self.record = record
+        self.used: list = []
+        self._spelling: list = []  # for each name being spelled, the names it spelled so far
+
+    def name(self, source: "Source", render) -> str:
+        if self.aliases:
+            alias = self.aliases.get(source)
+            if alias is not None:
+                return alias
+        if not self.record:
+            return render(source)
+        spelling = self._spelling
+        inner: list = []
+        spelling.append(inner)
+        text = render(source)
+        spelling.pop()
+        for node in inner:
+            node[2] = text
+        node = [source, text, None]
+        self.used.append(node)
+        if spelling:
+            spelling[-1].append(node)
+        return text
+
+
+_naming: GuardNaming | None = None
+_get_ident = threading.get_ident
+
+
+class naming:
+    """`with naming(aliases, record) as n:` makes `n` (a GuardNaming) active."""
+
+    def __init__(self, aliases: dict, record: bool = False):
+        self.active = GuardNaming(aliases, record)
+
+    def __enter__(self) -> GuardNaming:
+        global _naming
+        self.outer, _naming = _naming, self.active
+        return self.active
+
+    def __exit__(self, *exc) -> None:
+        global _naming
+        _naming = self.outer
+
+
 def source_class(cls):
     """`@dataclass(frozen=True, slots=True)` for a `Source`, with its hash computed once per
     instance: sources nest (a parameter's path is ten deep) and are dict keys everywhere
     (guards, tracked values, residual code), and the generated hash re-hashes the whole
-    path on every call."""
+    path on every call. Its `name()` answers to an active `GuardNaming`."""
     cls = dataclass(frozen=True, slots=True)(cls)
     fields_hash = cls.__hash__
+    own_name = cls.__dict__.get("name")
+    if own_name is not None:
+        def name(self) -> str:
+            active = _naming
+            if active is None or active.thread != _get_ident():
+                return own_name(self)
+            return active.name(self, own_name)
+
+        name.__doc__ = own_name.__doc__
+        cls.name = name
 
     def __hash__(self):
         try:

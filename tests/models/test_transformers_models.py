@@ -12,16 +12,15 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 transformers = pytest.importorskip("transformers")
 
 import bytegraph  # noqa: E402
-from bench.hf_models import MODELS, output_tensors  # noqa: E402
+from bench.hf_models import MODELS, ONE_GRAPH, output_tensors  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 
 # model -> at most this many graph breaks (measured with transformers 5.24.0)
 MAX_BREAKS = {"gpt2": 0, "bert": 0, "llama": 0, "t5": 0, "bart": 0, "vit": 0, "whisper_encoder": 0}
 
-# captured whole with fullgraph=True (ModelOutputs made and returned: tests/test_dict_subclass_outputs.py)
-ONE_GRAPH = ["gpt2", "bert", "roberta", "distilbert", "llama", "mistral", "qwen2", "falcon", "bloom", "opt", "t5", "bart",
-             "mbart", "pegasus", "vit", "convnext", "whisper_encoder"]
+# ONE_GRAPH (bench/hf_models.py): captured whole with fullgraph=True (ModelOutputs made and
+# returned: tests/test_dict_subclass_outputs.py); `make bench` times the same list
 
 
 def _assert_same_outputs(expected, actual):

@@ -1,0 +1,46 @@
+"""The transformers models of `bench.hf_models.ONE_GRAPH` as `make bench` workloads (issue 13).
+
+One workload `hf_NAME` per model bytegraph captures whole: the tiny-config model (seeded random
+weights, nothing downloaded) called on its inputs as keywords under `torch.no_grad()`, eval mode;
+every output tensor is compared with eager's. Issue 13's targets: capture ≤ 0.1 × torch.compile's
+and per-call overhead ≤ torch.compile's (ratio ≤ 1). A model's capture takes ~0.1 s under
+bytegraph and ~1 s under torch.compile, so these workloads take 3 fresh captures per system.
+Without transformers the workloads are not registered and `SKIPPED` says why.
+"""
+from __future__ import annotations
+
+import importlib.util
+
+import torch
+
+from bench.workloads import Case, workload
+
+CAPTURE_RATIO_TARGET = 0.1
+OVERHEAD_RATIO_TARGET = 1.0
+CAPTURES = 3
+PREFIX = "hf_"
+
+SKIPPED: str | None = None
+
+
+def _model_workload(name: str) -> None:
+    from bench.hf_models import MODELS, output_tensors
+
+    @workload(f"{PREFIX}{name}", f"transformers {name} (tiny config) in one graph, no_grad, eval",
+              captures=CAPTURES, capture_target=CAPTURE_RATIO_TARGET, overhead_target=OVERHEAD_RATIO_TARGET)
+    def _build() -> Case:
+        torch.manual_seed(0)  # the same random weights in every build
+        model, inputs = MODELS[name].build()
+        return Case(model, (), inputs, grad=False, comparable=output_tensors)
+
+
+if importlib.util.find_spec("transformers") is None:
+    SKIPPED = "transformers models skipped: transformers is not installed (pip install -e .[dev])"
+else:
+    import transformers
+
+    from bench.hf_models import ONE_GRAPH
+
+    transformers.logging.set_verbosity_error()
+    for _name in ONE_GRAPH:
+        _model_workload(_name)
