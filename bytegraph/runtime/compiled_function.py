@@ -20,6 +20,7 @@ import weakref
 
 from .. import config
 from ..errors import GraphBreak, InternalTracerError, Unsupported, UserCodeRaisesError
+from ..graph.shapes import DynamicState
 from ..guards.compile import CompiledGuards
 from ..guards.sources import OBJECT_REFS, LocalSource
 from ..translate.capture import argument_names, capture
@@ -95,10 +96,11 @@ class CacheEntry:
 
 
 class CompiledFunction:
-    def __init__(self, fn: types.FunctionType, backend, fullgraph: bool):
+    def __init__(self, fn: types.FunctionType, backend, fullgraph: bool, dynamic=None):
         self.fn = fn
         self.backend = backend
         self.fullgraph = fullgraph
+        self.dynamic = DynamicState(dynamic)  # sizes and ints seen (Note [Symbolic sizes])
         self.code = fn.__code__
         self.argnames = argument_names(self.code)
         self.entries: list[CacheEntry] = []
@@ -192,7 +194,7 @@ class CompiledFunction:
             with COMPILE_LOCK:
                 wrapper = _callees.get(key)
                 if wrapper is None:
-                    wrapper = _callees[key] = CompiledFunction(fn, self.backend, False).wrapper
+                    wrapper = _callees[key] = CompiledFunction(fn, self.backend, False, self.dynamic.mode).wrapper
                 self.callees[key] = wrapper
         return wrapper
 
@@ -202,6 +204,7 @@ class CompiledFunction:
             self.entries = []
             self.callees = {}
             self.limit_warned = False
+            self.dynamic = DynamicState(self.dynamic.mode)
             self.wrapper.__code__ = self._compile_wrapper_code([])
             for i in range(stale):  # drop the old entries (and through them their graphs' globals)
                 del self.namespace[f"__bg_g{i}"], self.namespace[f"__bg_f{i}"]
@@ -236,7 +239,7 @@ class CompiledFunction:
                 return self.fn
             logger("recompiles").debug("recompiling %s: %s", self.code.co_qualname, reason)
         try:
-            result = capture(self.fn, values, self.backend, self.fullgraph, self.callee_compiler)
+            result = capture(self.fn, values, self.backend, self.fullgraph, self.callee_compiler, self.dynamic)
             guards = self._compile_guards(result.guards)
         except GraphBreak as e:
             if self.fullgraph:

@@ -35,6 +35,7 @@ from .dict_views import DictViewVariable
 from .iterators import HashedIteratorVariable, SequenceIteratorVariable, constant_sequence
 from .objects import UserObjectVariable, build_user_object, same_callable_guard
 from .registry import guard as _guard, register
+from .symbolic import SYM_TYPES, wrap_symbolic
 from .tensor import TensorVariable
 from .trace_rules import RULE_TYPES, RULES
 
@@ -278,6 +279,8 @@ def wrap_op_result(tx, node, example) -> VariableTracker:
 
     if isinstance(example, torch.Tensor):
         return TensorVariable(node, example)
+    if type(example) in SYM_TYPES:  # `torch.numel(x)` of a tensor with symbolic sizes
+        return wrap_symbolic(tx.output, example, node)
     if isinstance(example, (tuple, list)):
         items = []
         for i, item in enumerate(example):
@@ -285,6 +288,10 @@ def wrap_op_result(tx, node, example) -> VariableTracker:
                 item_node = tx.output.graph.call_function(operator.getitem, (node, i))
                 item_node.meta["example_value"] = item
                 items.append(TensorVariable(item_node, item))
+            elif type(item) in SYM_TYPES:
+                item_node = tx.output.graph.call_function(operator.getitem, (node, i))
+                item_node.meta["example_value"] = item
+                items.append(wrap_symbolic(tx.output, item, item_node))
             else:
                 items.append(wrap_constant(item))
         if hasattr(type(example), "__match_args__") or hasattr(type(example), "_fields"):
