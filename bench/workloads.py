@@ -239,3 +239,4 @@ for _n in (500, 1000, 2000):
 
 # --- graph breaks (bench/break_workloads.py registers its workloads on import) --------------
 import bench.break_workloads  # noqa: E402,F401
+import bench.dynamic_workloads  # noqa: E402,F401  (static vs dynamic shapes, issue 16)

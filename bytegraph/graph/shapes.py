@@ -136,6 +136,7 @@ class Shapes:
         self.env = ShapeEnv(allow_scalar_outputs=False, allow_dynamic_output_shape_ops=False)
         fake_mode.shape_env = self.env  # fakes made so far are static; ops mix both
         fake_mode.static_shapes = False  # `fake_inputs.fake_input` asks for static ones explicitly
+        fake_mode.cache_enabled = False
         self.locations: dict = {}  # index in env.guards -> user location of the code that added it
         self.int_symbols: dict = {}  # source of a dynamic int -> its sympy symbol
 

@@ -112,9 +112,15 @@ def _operator(tx, fn, args, kwargs):
     symbolic = symbolic_operator(tx, fn, args)  # a size or dynamic int (Note [Symbolic sizes])
     if symbolic is not None:
         return symbolic
-    if _consts(args):
+    if _consts(args) and not any(_holds_symbolic(a) for a in args):
         return fold(tx, fn, args, kwargs)
     return _sequence_operator(tx, fn, args)
+
+
+def _holds_symbolic(vt) -> bool:
+    """A tuple or list with a symbolic item (`x.shape[1:] + (d,)`): handled item by item,
+    as folding it would specialize every item."""
+    return isinstance(vt, BaseListVariable) and any(i.is_symbolic() for i in vt.items)
 
 
 @handles(*_INPLACE)

@@ -16,10 +16,10 @@ def check_calls(fn, calls, *, graphs: int | None = None, max_graphs: int | None 
                 reset=None, state=None, prepare=None, grads: bool = True, backend=None, fullgraph=False,
                 repeat_first: bool = True, rtol=None, atol=None):
     """Run `fn(*args)` for each `args` in `calls` eagerly and compiled; `prepare(args)` is
-    applied to the compiled run's copies (e.g. `bytegraph.mark_dynamic`)."""
+    applied to both runs' copies (e.g. `bytegraph.mark_dynamic`)."""
     counter = backend if backend is not None else CompileCounter()
     calls = [c if isinstance(c, tuple) else (c,) for c in calls]
-    eager_runs = _sequence(fn, calls, reset, state, None)
+    eager_runs = _sequence(fn, calls, reset, state, prepare)
     bytegraph.reset()
     cfn = bytegraph.compile(fn, backend=counter, dynamic=dynamic, fullgraph=fullgraph)
     with _LogCapture() as logs:
