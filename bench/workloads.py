@@ -268,3 +268,4 @@ import bench.compiled_autograd_workloads  # noqa: E402,F401  (training steps wit
 
 # --- transformers models (bench/model_workloads.py; skipped without transformers) ------------
 import bench.model_workloads  # noqa: E402,F401
+import bench.dynamic_workloads  # noqa: E402,F401  (static vs dynamic shapes, issue 16)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import inspect
 import types
-import warnings
 
 from .graph.backends import lookup_backend
 from .runtime import compiled_autograd
@@ -21,22 +20,25 @@ _GENERATOR_OR_ASYNC = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_A
 
 
 def compile(fn=None, *, backend="eager", fullgraph: bool = False, dynamic=None):
-    """Compile `fn` into guarded graphs on its first call(s); returns a drop-in callable."""
+    """Compile `fn` into guarded graphs on its first call(s); returns a drop-in callable.
+
+    `dynamic` (Note [Symbolic sizes] in graph/shapes.py): None compiles static first and
+    makes a size or int symbolic once it changes between calls; True makes every input
+    size and int read from outside symbolic from the start; False never does."""
     backend_fn = lookup_backend(backend)
-    if dynamic:
-        warnings.warn("bytegraph: dynamic=True is accepted but shapes are static for now; "
-                      "a changed shape recompiles", UserWarning, stacklevel=2)
+    if dynamic not in (None, True, False):
+        raise TypeError(f"bytegraph.compile: dynamic must be None, True or False, not {dynamic!r}")
     if fn is None:
-        return functools.partial(compile, backend=backend, fullgraph=fullgraph, dynamic=None)
+        return functools.partial(compile, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
     if not callable(fn):
         raise TypeError(f"bytegraph.compile expects a callable (function, method or nn.Module), "
                         f"got {type(fn).__name__}")
-    return _compile_callable(fn, backend_fn, fullgraph)
+    return _compile_callable(fn, backend_fn, fullgraph, dynamic)
 
 
-def _compile_callable(fn, backend_fn, fullgraph: bool):
+def _compile_callable(fn, backend_fn, fullgraph: bool, dynamic=None):
     if isinstance(fn, types.MethodType):
-        return types.MethodType(_compile_callable(fn.__func__, backend_fn, fullgraph), fn.__self__)
+        return types.MethodType(_compile_callable(fn.__func__, backend_fn, fullgraph, dynamic), fn.__self__)
     if isinstance(fn, types.FunctionType):
         if hasattr(fn, "__bg_compiled__"):
             fn = fn.__bg_original__
@@ -44,12 +46,12 @@ def _compile_callable(fn, backend_fn, fullgraph: bool):
             logger("graph_breaks").debug("%s is a generator or coroutine function; it runs eagerly",
                                          fn.__qualname__)
             return fn
-        return CompiledFunction(fn, backend_fn, fullgraph).wrapper
+        return CompiledFunction(fn, backend_fn, fullgraph, dynamic).wrapper
     if _is_module(fn):
-        return CompiledModule(unwrap(fn), backend_fn, fullgraph)
+        return CompiledModule(unwrap(fn), backend_fn, fullgraph, dynamic)
     call = getattr(type(fn), "__call__", None)
     if isinstance(call, types.FunctionType):
-        return types.MethodType(CompiledFunction(call, backend_fn, fullgraph).wrapper, fn)
+        return types.MethodType(CompiledFunction(call, backend_fn, fullgraph, dynamic).wrapper, fn)
     raise TypeError(f"bytegraph.compile cannot trace {type(fn).__name__} objects (not Python code); "
                     "call it directly instead")
 

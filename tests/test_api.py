@@ -122,20 +122,22 @@ def test_non_callable_fn_is_type_error(fn):
         bytegraph.compile(fn)
 
 
-def test_dynamic_true_warns_once():
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        cf = bytegraph.compile(_plain, dynamic=True)
-        for n in (3, 3, 4):
-            x = torch.randn(n)
-            assert_same(_plain(x), cf(x), "output")
-    ws = [m for m in w if issubclass(m.category, UserWarning)]
-    assert len(ws) == 1, [str(m.message) for m in ws]
-    assert "dynamic" in str(ws[0].message).lower()
+def test_dynamic_true_compiles_one_graph_for_every_size():
+    counter = CompileCounter()
+    cf = bytegraph.compile(_plain, backend=counter, dynamic=True)
+    for n in (3, 3, 4, 7):
+        x = torch.randn(n)
+        assert_same(_plain(x), cf(x), "output")
+    assert counter.frame_count == 1
 
 
-@pytest.mark.parametrize("dynamic", [None, False])
-def test_dynamic_default_or_false_does_not_warn(dynamic):
+def test_dynamic_must_be_none_or_bool():
+    with pytest.raises(TypeError, match="dynamic must be None, True or False"):
+        bytegraph.compile(_plain, dynamic="yes")
+
+
+@pytest.mark.parametrize("dynamic", [None, False, True])
+def test_dynamic_does_not_warn(dynamic):
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         cf = bytegraph.compile(_plain, dynamic=dynamic)

@@ -310,7 +310,7 @@ def test_cache_size_limit_exceeded_runs_eagerly_with_one_warning():
     def f(shaped_arg):
         return shaped_arg.sum(0) * 2
 
-    cf, cnt = compile_counted(f)
+    cf, cnt = compile_counted(f, dynamic=False)  # static shapes: each size is an entry
 
     def calls():
         for n in list(range(1, 16)) + list(range(1, 16)):

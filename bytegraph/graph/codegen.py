@@ -103,6 +103,9 @@ class PyCodegen:
     def push_null(self) -> None:
         self._emit("PUSH_NULL")
 
+    def load_method(self, name: str) -> None:
+        self._emit("LOAD_METHOD", name)
+
     def call_method0(self, name: str) -> None:
         """Call the zero-argument method `name` of the object on top of the stack."""
         self._emit("LOAD_METHOD", name)

@@ -27,13 +27,16 @@ from torch._subclasses.fake_tensor import (DataDependentOutputException, Dynamic
 
 from . import fake_memo
 from .fake_inputs import fake_input
+from .shapes import DynamicState, Shapes
 from .side_effects import SideEffects
 from ..errors import UserCodeRaisesError
 from ..guards.guard import Guard, GuardKind, TensorSpec
+from ..guards.sources import SizeSource
 from ..vars import autocast
 from ..vars.base import VariableTracker
 from ..vars.builder import wrap_op_result
 from ..vars.containers import NamedTupleVariable, TupleVariable
+from ..vars.symbolic import SymNodeVariable
 from ..vars.tensor import TensorVariable
 
 _FAKE_TENSOR_LOG = logging.getLogger("torch._subclasses.fake_tensor")
@@ -41,9 +44,11 @@ _DATA_DEPENDENT_ERRORS = (DataDependentOutputException, DynamicOutputShapeExcept
 
 
 class OutputGraph:
-    def __init__(self):
+    def __init__(self, dynamic: DynamicState | None = None):
         self.graph = torch.fx.Graph()
         self.fake_mode = FakeTensorMode()
+        self.dynamic = dynamic  # the compiled function's DynamicState (Note [Symbolic sizes])
+        self.shapes = None      # its Shapes (the ShapeEnv), once a value is symbolic
         self.tracked: dict = {}
         self.guards: dict = {}
         self.first_use: dict = {}  # root argument/cell name -> keys of guards made when wrapping it
@@ -176,7 +181,11 @@ class OutputGraph:
             return existing
         name = _placeholder_name(source.name(), len(self.inputs))
         node = self.root_graph.placeholder(name)
-        example = fake_input(self.fake_mode, real)
+        dynamic = self.dynamic.dynamic_dims(source, real) if self.dynamic is not None and guarded else None
+        if dynamic is None:
+            example = fake_input(self.fake_mode, real)
+        else:
+            example = self.symbolic_shapes().fake_tensor(self.fake_mode, real, source, dynamic)
         node.meta["example_value"] = example
         vt = TensorVariable(node, example, source, cls=type(real))
         self.inputs.append((source, vt, real))
@@ -184,16 +193,54 @@ class OutputGraph:
         if not guarded:
             self._unguarded.add(source)
             return vt
-        self.add_guard(Guard(GuardKind.TENSOR_MATCH, source, TensorSpec.of(real),
-                             self.current_tx.guard_location() if self.current_tx else ""))
+        symbolic = dynamic is not None and any(type(s) is torch.SymInt for s in example.shape)
+        self.add_guard(Guard(GuardKind.DYNAMIC_TENSOR if symbolic else GuardKind.TENSOR_MATCH, source,
+                             TensorSpec.of(real), self.current_tx.guard_location() if self.current_tx else ""))
         return vt
+
+    # ---- symbolic values (Note [Symbolic sizes] in graph/shapes.py) ---------------------
+    def symbolic_shapes(self) -> Shapes:
+        """The capture's ShapeEnv, made on first need."""
+        if self.shapes is None:
+            self.shapes = Shapes(self.fake_mode)
+        return self.shapes
+
+    def symbol_input(self, symbol) -> torch.fx.Node | None:
+        """The graph input standing for `symbol`: an int input's, or a placeholder made now
+        for the size of an input tensor that carries it (None: no input carries it)."""
+        for _, vt, _ in self.inputs:
+            if not vt.is_tensor and vt.example.node.expr == symbol:
+                return vt.node
+        for source, vt, real in list(self.inputs):
+            if vt.is_tensor and self.shapes is not None:
+                for i, size in enumerate(vt.example.shape):
+                    if type(size) is torch.SymInt and size.node.expr == symbol:
+                        return self._symbol_placeholder(SizeSource(source, i), size, real.size(i))
+        return None
+
+    def int_input(self, source, value) -> SymNodeVariable:
+        """The symbolic graph input for the dynamic int (float) `value` read at `source`."""
+        for src, vt, _ in self.inputs:
+            if src == source:
+                return vt
+        example = self.symbolic_shapes().symbol_for(value, source)
+        self._symbol_placeholder(source, example, value)
+        return self.inputs[-1][1]
+
+    def _symbol_placeholder(self, source, example, value) -> torch.fx.Node:
+        node = self.root_graph.placeholder(_placeholder_name(source.describe(), len(self.inputs)))
+        node.meta["example_value"] = example
+        self.inputs.append((source, SymNodeVariable(example, self, node, source=source), value))
+        return node
 
     def finish_guards(self) -> list:
         """All guards, with a no-aliasing guard when several distinct tensors are inputs."""
         guards = list(self.guards.values())
-        sources = tuple(src for src, _, _ in self.inputs if src not in self._unguarded)
-        if len(sources) > 1:
-            guards.append(Guard(GuardKind.NO_ALIASING, None, sources))
+        tensors = tuple(src for src, vt, _ in self.inputs if vt.is_tensor and src not in self._unguarded)
+        if len(tensors) > 1:
+            guards.append(Guard(GuardKind.NO_ALIASING, None, tensors))
+        if self.shapes is not None:
+            guards = self.shapes.render(guards, self.inputs)
         return guards
 
     # ---- ops -------------------------------------------------------------------------
@@ -255,6 +302,8 @@ class OutputGraph:
             cached = fake_memo.lookup(self.fake_mode, key, args, kwargs)
             if cached is not None:
                 return cached
+        shapes = self.shapes
+        before = len(shapes.env.guards) if shapes is not None else 0
         try:
             if kind == "call_method":
                 result = getattr(args[0], target)(*args[1:], **kwargs)
@@ -272,6 +321,8 @@ class OutputGraph:
                                       tx.location()) from e
         if key is not None:  # outside the `try`: an error here is bytegraph's, not the user's
             fake_memo.remember(key, args, kwargs, result)
+        if shapes is not None and len(shapes.env.guards) > before:
+            shapes.locate(before, tx.guard_location())
         return result
 
 
@@ -405,6 +456,8 @@ def _example_of(x):
         return type(x)(_example_of(i) for i in x)
     if isinstance(x, dict):
         return {k: _example_of(v) for k, v in x.items()}
+    if type(x) is slice:
+        return slice(_example_of(x.start), _example_of(x.stop), _example_of(x.step))
     return x
 
 

@@ -172,6 +172,11 @@ def _conjunction(clauses: list[str]) -> str:
 def _scope(values: dict, f_globals: dict, closure, source: str) -> dict:
     scope = {"__builtins__": __builtins__, "G": f_globals, "C": closure}
     scope.update((name, OBJECT_REFS[name]) for name in set(_OBJECT_NAME.findall(source)))
+    if "math." in source or "torch." in source:  # printed shape guards (graph/shapes.py) may call them
+        import math
+        import torch
+
+        scope.update(math=math, torch=torch)
     scope.update(values)
     return scope
 

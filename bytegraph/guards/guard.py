@@ -29,6 +29,8 @@ class GuardKind(enum.Enum):
     SET_MATCH = "set elements"   # expected: frozenset of the set's elements
     FUNCTION_MATCH = "function"  # expected: the function; guards its code and globals, not its identity
     KEY_IN = "dict key"          # source: an item source base[key]; expected: whether key is in base
+    DYNAMIC_TENSOR = "dynamic tensor"  # a tensor with symbolic sizes (expected: TensorSpec); rendered as SHAPE
+    SHAPE = "shape"              # expected: a ShapeClause (graph/shapes.py, Note [Symbolic sizes])
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +51,16 @@ class TensorSpec:
     def describe(self) -> str:
         return (f"{self.type.__name__}(dtype={self.dtype}, device={self.device}, "
                 f"shape={self.shape}, stride={self.stride}, requires_grad={self.requires_grad})")
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeClause:
+    """A clause over symbolic sizes: `code` with a `{}` per object of `objects` (bound at
+    guard compilation), and `text`, the fact in the user's spelling (`x.size(0) >= 2`)."""
+
+    code: str
+    objects: tuple
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +117,8 @@ class Guard:
             if hasattr(self.source, "alias"):  # binds the value (KeyedItemSource)
                 return f"({self.source.alias} := {base}.get({key}, {bind(_ABSENT)})) is not {bind(_ABSENT)}"
             return f"{key} in {base}"
+        if k is GuardKind.SHAPE:
+            return self.expected.code.format(*[bind(o) for o in self.expected.objects])
         if k is GuardKind.FUNCTION_MATCH:
             fn = self.expected
             return (f"type({s}) is {bind(type(fn))} and {s}.__code__ is {bind(fn.__code__)} "
@@ -144,6 +158,8 @@ class Guard:
             key = self.source.key
             key = key.describe() if isinstance(key, Source) else repr(key)
             return f"{key} is {'' if self.expected else 'not '}a key of {self.source.base.describe()}"
+        if k is GuardKind.SHAPE:
+            return self.expected.text
         if k is GuardKind.FUNCTION_MATCH:
             return f"{what} is a function with the code of {self.expected.__qualname__}"
         raise AssertionError(f"unknown guard kind {k}")

@@ -561,6 +561,29 @@ class MethodResultSource(Source):
 
 
 @source_class
+class SizeSource(Source):
+    """`base.size(dim)`: a symbolic size passed to the graph (Note [Symbolic sizes])."""
+
+    base: Source
+    dim: int
+
+    def name(self) -> str:
+        return f"{self.base.name()}.size({self.dim})"
+
+    def describe(self) -> str:
+        return f"{self.base.describe()}.size({self.dim})"
+
+    def prefix(self) -> Source:
+        return self.base
+
+    def reconstruct(self, cg) -> None:
+        cg.load_source(self.base)
+        cg.load_method("size")
+        cg.load_const(self.dim)
+        cg.call(1)
+
+
+@source_class
 class CMethodResultSource(Source):
     """What the C method `fn` of a builtin type (`dict.get`) returns for the value at `base`
     and constant `args` (str/int/bool/None, spelled by their repr): the contents of a

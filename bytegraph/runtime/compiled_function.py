@@ -20,6 +20,7 @@ import weakref
 
 from .. import config
 from ..errors import GraphBreak, InternalTracerError, Unsupported, UserCodeRaisesError
+from ..graph.shapes import DynamicState
 from ..guards.compile import CompiledGuards
 from ..guards.sources import OBJECT_REFS, LocalSource
 from ..translate.capture import argument_names, capture
@@ -96,10 +97,11 @@ class CacheEntry:
 
 
 class CompiledFunction:
-    def __init__(self, fn: types.FunctionType, backend, fullgraph: bool):
+    def __init__(self, fn: types.FunctionType, backend, fullgraph: bool, dynamic=None):
         self.fn = fn
         self.backend = backend
         self.fullgraph = fullgraph
+        self.dynamic = DynamicState(dynamic)  # sizes and ints seen (Note [Symbolic sizes])
         self.code = fn.__code__
         self.argnames = argument_names(self.code)
         self.entries: list[CacheEntry] = []
@@ -193,7 +195,7 @@ class CompiledFunction:
             with COMPILE_LOCK:
                 wrapper = _callees.get(key)
                 if wrapper is None:
-                    wrapper = _callees[key] = CompiledFunction(fn, self.backend, False).wrapper
+                    wrapper = _callees[key] = CompiledFunction(fn, self.backend, False, self.dynamic.mode).wrapper
                 self.callees[key] = wrapper
         return wrapper
 
@@ -203,6 +205,7 @@ class CompiledFunction:
             self.entries = []
             self.callees = {}
             self.limit_warned = False
+            self.dynamic = DynamicState(self.dynamic.mode)
             self.wrapper.__code__ = self._compile_wrapper_code([])
             for i in range(stale):  # drop the old entries (and through them their graphs' globals)
                 del self.namespace[f"__bg_g{i}"], self.namespace[f"__bg_f{i}"]
@@ -237,7 +240,7 @@ class CompiledFunction:
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("%s", self._recompile_message(values))
         try:
-            result = capture(self.fn, values, self.backend, self.fullgraph, self.callee_compiler)
+            result = capture(self.fn, values, self.backend, self.fullgraph, self.callee_compiler, self.dynamic)
             guards = self._compile_guards(result.guards)
         except GraphBreak as e:
             if self.fullgraph:

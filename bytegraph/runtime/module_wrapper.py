@@ -31,8 +31,8 @@ class CompiledModule:
     __slots__ = ("_bg_backend", "_bg_call", "_bg_compiled", "_bg_fullgraph", "_bg_module")
     __bg_module_wrapper__ = True
 
-    def __init__(self, module: torch.nn.Module, backend, fullgraph: bool):
-        compiled = CompiledFunction(forward_call, backend, fullgraph)
+    def __init__(self, module: torch.nn.Module, backend, fullgraph: bool, dynamic=None):
+        compiled = CompiledFunction(forward_call, backend, fullgraph, dynamic)
         setattr_ = object.__setattr__
         setattr_(self, "_bg_module", module)
         setattr_(self, "_bg_compiled", compiled)
@@ -83,7 +83,7 @@ class CompiledModule:
         return key in self._bg_module
 
     def __reduce_ex__(self, protocol):
-        return _rebuild, (self._bg_module, self._bg_backend, self._bg_fullgraph)
+        return _rebuild, (self._bg_module, self._bg_backend, self._bg_fullgraph, self._bg_compiled.dynamic.mode)
 
 
 def _returning_wrapper(wrapper: CompiledModule, method: types.MethodType):
@@ -97,8 +97,8 @@ def _returning_wrapper(wrapper: CompiledModule, method: types.MethodType):
     return call
 
 
-def _rebuild(module, backend, fullgraph):
-    return CompiledModule(module, backend, fullgraph)
+def _rebuild(module, backend, fullgraph, dynamic=None):
+    return CompiledModule(module, backend, fullgraph, dynamic)
 
 
 def unwrap(obj):

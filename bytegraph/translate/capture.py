@@ -50,7 +50,7 @@ def argument_names(code: types.CodeType) -> tuple[str, ...]:
 
 
 def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = False,
-            compile_fn=None) -> Capture:
+            compile_fn=None, dynamic=None) -> Capture:
     """Trace `fn` called with argument locals `values`.
 
     Returns a `Capture`; at a resumable graph break (not under `fullgraph`) the capture
@@ -59,14 +59,15 @@ def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = Fa
     ends the capture there too, the callers continuing in a continuation (Note
     [Continuations]); where that is impossible the capture restarts, breaking at the
     outermost call site. Every restart keeps what earlier attempts learned in the capture's
-    speculation log (Note [Speculation log]).
+    speculation log (Note [Speculation log]). `dynamic` is the function's DynamicState
+    (Note [Symbolic sizes]), None for static shapes.
     """
     start = time.perf_counter()
     log = SpeculationLog()
     while True:
         output = None
         try:
-            output = OutputGraph()
+            output = OutputGraph(dynamic)
             output.speculation_log = log
             new_fn, graph_module, graph, brk = _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn)
             guards = output.finish_guards()
@@ -209,7 +210,9 @@ def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend)
     if config.debug:
         graph.lint()
     gm = torch.fx.GraphModule(torch.nn.Module(), graph)
-    example_inputs = [real for _, _, real in output.inputs]
+    # As torch.compile's: real tensors, or fakes with symbolic sizes and SymInts when dynamic
+    example_inputs = [real for _, _, real in output.inputs] if output.shapes is None else \
+        [vt.example for _, vt, _ in output.inputs]
     compiled = backend(gm, example_inputs)
     name = f"__bg_graph_{next(_graph_ids)}"
     cg.graph_module = gm

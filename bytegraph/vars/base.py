@@ -109,6 +109,11 @@ class VariableTracker:
     def is_python_constant(self) -> bool:
         return False
 
+    def is_symbolic(self) -> bool:
+        """Whether this is a symbolic number (Note [Symbolic sizes] in graph/shapes.py): a graph
+        op takes it as a node; `as_python_constant()` specializes it (and guards that)."""
+        return False
+
     def as_python_constant(self):
         raise NotImplementedError(f"{type(self).__name__} is not a Python constant")
 

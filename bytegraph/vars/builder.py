@@ -37,6 +37,7 @@ from .iterators import EnumerateIteratorVariable, HashedIteratorVariable, Sequen
 from .lazy_list import LazyListVariable
 from .objects import UserObjectVariable, build_user_object, same_callable_guard
 from .registry import guard as _guard, register
+from .symbolic import SYM_TYPES, wrap_symbolic
 from .tensor import TensorVariable
 from .trace_rules import RULE_TYPES, RULES
 
@@ -299,6 +300,8 @@ def wrap_op_result(tx, node, example) -> VariableTracker:
 
     if isinstance(example, torch.Tensor):
         return TensorVariable(node, example)
+    if type(example) in SYM_TYPES:  # `torch.numel(x)` of a tensor with symbolic sizes
+        return wrap_symbolic(tx.output, example, node)
     if isinstance(example, (tuple, list)):
         items = []
         for i, item in enumerate(example):
@@ -306,6 +309,10 @@ def wrap_op_result(tx, node, example) -> VariableTracker:
                 item_node = tx.output.graph.call_function(operator.getitem, (node, i))
                 item_node.meta["example_value"] = item
                 items.append(TensorVariable(item_node, item))
+            elif type(item) in SYM_TYPES:
+                item_node = tx.output.graph.call_function(operator.getitem, (node, i))
+                item_node.meta["example_value"] = item
+                items.append(wrap_symbolic(tx.output, item, item_node))
             else:
                 items.append(wrap_constant(item))
         if hasattr(type(example), "__match_args__") or hasattr(type(example), "_fields"):

@@ -20,6 +20,7 @@ from ..guards.sources import ObjectSource
 from ..hints import graph_break
 from .base import CallableValueVariable, VariableTracker
 from .lazy_int import UNPINNED_OPS, unpinned_operator
+from .symbolic import SymbolicSliceVariable, symbolic_operator
 from .constant import ConstantVariable
 from .functions import BoundMethodVariable, PartialVariable, UserFunctionVariable
 from .containers import BaseListVariable, DictVariable, ListVariable, SetVariable, TupleVariable
@@ -108,9 +109,18 @@ def _operator(tx, fn, args, kwargs):
     if _any_tensor(args):
         target = operator.abs if fn is builtins.abs else fn
         return tx.output.call_op("call_function", target, args, kwargs)
-    if _consts(args):
+    symbolic = symbolic_operator(tx, fn, args)  # a size or dynamic int (Note [Symbolic sizes])
+    if symbolic is not None:
+        return symbolic
+    if _consts(args) and not any(_holds_symbolic(a) for a in args):
         return fold(tx, fn, args, kwargs)
     return _sequence_operator(tx, fn, args)
+
+
+def _holds_symbolic(vt) -> bool:
+    """A tuple or list with a symbolic item (`x.shape[1:] + (d,)`): handled item by item,
+    as folding it would specialize every item."""
+    return isinstance(vt, BaseListVariable) and any(i.is_symbolic() for i in vt.items)
 
 
 @handles(*_INPLACE)
@@ -514,6 +524,8 @@ def _set_ctor(tx, fn, args, kwargs):
 def _range(tx, fn, args, kwargs):
     if _any_tensor(args):
         tx.unsupported(f"{fn.__name__}() with a tensor bound", category="data-dependent")
+    if fn is builtins.slice and not kwargs and any(a.is_symbolic() for a in args):
+        return SymbolicSliceVariable(args)  # `x[:n]` keeps its symbolic bound
     return fold(tx, fn, args, kwargs)
 
 

@@ -115,6 +115,11 @@ class ConstantMethodVariable(MethodOfVariable):
 
 @register(*CONSTANT_TYPES, exact=True)
 def build_constant(tx, value, source, do_guard: bool) -> VariableTracker:
+    if do_guard and (type(value) is int or type(value) is float) and tx.output.dynamic is not None \
+            and tx.output.dynamic.dynamic_int(source, value):  # Note [Symbolic sizes] (graph/shapes.py)
+        from .lazy_int import wrap_int
+
+        return wrap_int(tx, value, source)
     guard(tx, do_guard, GuardKind.CONSTANT_MATCH, source, value)
     return ConstantVariable(value, source)
 

@@ -160,12 +160,15 @@ class TupleVariable(BaseListVariable):
 
 
 class SizeVariable(TupleVariable):
-    """`torch.Size`: a tuple of constant ints under static shapes."""
+    """`torch.Size`: a tuple of ints, constant under static shapes, else some symbolic
+    (Note [Symbolic sizes] in graph/shapes.py): a graph op then gets a list of nodes."""
 
     __slots__ = ()
     rebuilt_as_new_object = False
 
     def as_fx_arg(self, tx):
+        if any(item.is_symbolic() for item in self.items):
+            return [item.as_fx_arg(tx) for item in self.items]
         return torch.Size(self.as_python_constant())
 
     def python_type(self) -> type:
@@ -177,6 +180,12 @@ class SizeVariable(TupleVariable):
         return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, cg) -> None:
+        if any(item.is_symbolic() for item in self.items):
+            cg.push_null()
+            cg.load_const(torch.Size)
+            cg.reconstruct_items(self.items, "BUILD_TUPLE")
+            cg.call(1)
+            return
         cg.load_const(self.as_python_constant())
 
 

@@ -12,6 +12,11 @@ into Python state is never pinned and the entry is reused on the next call.
 
 Invariant: every path that looks at the value goes through `as_python_constant()` or
 `truth()`, which install the value guards of every leaf first.
+
+A leaf whose value changed between captures of the function (or under `dynamic=True`,
+Note [Symbolic sizes] in graph/shapes.py) is *dynamic*: passed to a graph op, it is a
+SymInt (SymFloat) graph input instead of a pinned constant (`symbolic`), so a counter
+that reaches tensor arithmetic stops recompiling after its first change.
 """
 from __future__ import annotations
 
@@ -27,15 +32,34 @@ UNPINNED_OPS = frozenset({operator.add, operator.sub, operator.mul, operator.neg
 class UnpinnedIntVariable(VariableTracker):
     """An int from `source` (leaf), or `fn(*args)` over unpinned ints and int constants."""
 
-    __slots__ = ("value", "output", "fn", "args", "pinned")
+    __slots__ = ("value", "output", "fn", "args", "pinned", "dynamic")
 
-    def __init__(self, value: int, output, source=None, fn=None, args=()):
+    def __init__(self, value: int, output, source=None, fn=None, args=(), dynamic: bool = False):
         super().__init__(source)
         self.value = value
         self.output = output
         self.fn = fn
         self.args = tuple(args)
         self.pinned = False
+        self.dynamic = dynamic or any(isinstance(a, UnpinnedIntVariable) and a.dynamic for a in self.args)
+
+    def is_symbolic(self) -> bool:
+        return self.dynamic
+
+    def symbolic(self, tx):
+        """This value as a symbolic number over its dynamic leaves (the others pinned)."""
+        if self.source is not None:
+            return tx.output.int_input(self.source, self.value)
+        from .symbolic import symbolic_operator
+
+        args = [a if isinstance(a, UnpinnedIntVariable) and a.dynamic else ConstantVariable(
+            a.as_python_constant() if isinstance(a, VariableTracker) else a) for a in self.args]
+        return symbolic_operator(tx, self.fn, args)
+
+    def as_fx_arg(self, tx):
+        if self.dynamic:
+            return self.symbolic(tx).as_fx_arg(tx)
+        return self.as_python_constant()
 
     def python_type(self) -> type:
         return type(self.value)
@@ -91,7 +115,8 @@ def wrap_int(tx, value, source) -> VariableTracker:
     if cached is not None:
         return cached
     tx.output.add_guard(Guard(GuardKind.TYPE_MATCH, source, type(value), tx.guard_location()))
-    vt = UnpinnedIntVariable(value, tx.output, source)
+    dynamic = tx.output.dynamic is not None and tx.output.dynamic.dynamic_int(source, value)
+    vt = UnpinnedIntVariable(value, tx.output, source, dynamic=dynamic)
     tx.output.tracked[source] = vt
     return vt
 

@@ -368,6 +368,9 @@ class NNModuleVariable(UserObjectVariable):
                            category="side effect")
 
     def store_attr(self, tx, name, value) -> None:
+        if value.is_tensor and name in self.value.__dict__["_buffers"] and value is self.var_getattr(tx, name) \
+                and not torch.nn.modules.module._global_buffer_registration_hooks:
+            return  # `self.n += 1` on a buffer: changed in place, set back to itself (a no-op)
         self._check_writable(tx, name, "setting", value)
         self._write(tx, name, value)
 

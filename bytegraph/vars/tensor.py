@@ -18,6 +18,7 @@ from .constant import ConstantVariable
 from .containers import SizeVariable, TupleVariable
 from .dict_keys import TrackerKey
 from .registry import register
+from .symbolic import tensor_metadata
 from .tensor_hooks import HOOK_METHODS, register_tensor_hook
 from .tensor_scalar_args import rewrite_method
 
@@ -37,6 +38,8 @@ _METADATA_METHODS = frozenset({
 _PINNED_ON_READ_ATTRS = frozenset({"is_leaf", "is_sparse", "is_quantized", "is_meta", "is_mkldnn", "is_nested",
                                    "layout"})
 _PINNED_ON_READ_METHODS = frozenset({"storage_offset", "is_inference", "is_contiguous", "has_names"})
+# Methods whose result holds SymInts when the tensor's sizes are symbolic (vars/symbolic.py).
+_SYMBOLIC_METHODS = frozenset({"size", "stride", "numel", "nelement", "storage_offset"})
 # Attributes computed by a graph op.
 _GRAPH_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
 
@@ -90,6 +93,8 @@ class TensorVariable(VariableTracker):
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if name == "shape":
+            if tx.output.shapes is not None:  # sizes may be symbolic (Note [Symbolic sizes])
+                return tensor_metadata(tx, self, "size", (), self.example.shape)
             return SizeVariable([ConstantVariable(s) for s in self.example.shape])
         if name in _PINNED_ON_READ_ATTRS:
             return ConstantVariable(self._pinned(tx, AttrSource, name))
@@ -162,6 +167,9 @@ class TensorVariable(VariableTracker):
 
             if name in _PINNED_ON_READ_METHODS and not args and not kwargs:
                 return _wrap_metadata(self._pinned(tx, MethodResultSource, name))
+            if name in _SYMBOLIC_METHODS and not kwargs and tx.output.shapes is not None:
+                values = [a.as_python_constant() for a in args]
+                return tensor_metadata(tx, self, name, tuple(values), getattr(self.example, name)(*values))
 
             return fold_call(tx, getattr(self.example, name), args, kwargs, f"Tensor.{name}",
                              wrap_result=_wrap_metadata)
@@ -199,7 +207,7 @@ class TensorVariable(VariableTracker):
         if self.example.dim() == 0:
             tx.unsupported("iterating over a 0-d tensor", category="user error")
         return [tx.output.call_op("call_function", operator.getitem, [self, ConstantVariable(i)], {})
-                for i in range(self.example.shape[0])]
+                for i in range(self.len_impl(tx).as_python_constant())]
 
     def truth(self, tx) -> bool:
         tx.unsupported(f"`if`/`while`/`and`/`or` on {self.describe()} depends on tensor data",
@@ -209,6 +217,8 @@ class TensorVariable(VariableTracker):
     def len_impl(self, tx) -> VariableTracker:
         if self.example.dim() == 0:
             tx.raise_user_error(TypeError("len() of a 0-d tensor"))
+        if tx.output.shapes is not None:
+            return tensor_metadata(tx, self, "size", (0,), self.example.shape[0])
         return ConstantVariable(self.example.shape[0])
 
     def contains_impl(self, tx, item) -> VariableTracker:

@@ -1,0 +1,298 @@
+"""Symbolic sizes on torch's ShapeEnv (Note [Symbolic sizes]): which sizes and ints of a
+compiled function are dynamic (`DynamicState`, kept across its captures), the capture's
+`ShapeEnv` (`Shapes`, made on first need), symbolic fakes and symbols for graph inputs,
+and the guard clauses the ShapeEnv's facts become.
+
+# Note [Symbolic sizes]
+A capture is static until something is dynamic: `compile(dynamic=True)` (every size of a
+graph input and every int read from outside), `mark_dynamic(t, dim)`, or *automatic
+dynamic*: each compiled function remembers the sizes of every input tensor and the value
+of every int it read from outside, by source; a later capture that sees a size (an int)
+differ from the remembered one makes that dimension (that int) symbolic from then on.
+Sizes 0 and 1 stay specialized (ShapeEnv's rule), as do `mark_static` dimensions.
+
+A dynamic input tensor's fake comes from `FakeTensorMode.from_tensor` with a symbolic
+context, so its sizes and strides are SymInts; a dynamic int is a SymInt graph input.
+Sizes read in the trace are `SymNodeVariable`s (`vars/symbolic.py`); torch's SymInt
+arithmetic builds the expressions, and a Python-level use that needs a value (`if`,
+`range`, an index, a dict key) specializes it (`guard_int`/`guard_bool`), which the
+ShapeEnv records as a guard. At the end of the capture (`Shapes.render`) each dynamic
+input tensor gets clauses over its sizes, strides and offset (binding each symbol to the
+first size that carries it), and every ShapeEnv guard and symbol range becomes one
+clause, all inside the entry's one guard function; each says on a miss what it checks in
+the user's spelling (`x.size(0) >= 2`, `x.size(1) == 5 (from model.py:12)`).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import sympy
+import torch
+import torch._guards
+from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+from torch.utils._sympy.printers import PythonPrinter
+
+from ..guards.guard import Guard, GuardKind, ShapeClause
+
+_DYNAMIC = object()  # DynamicState.ints: this int changed between captures
+
+
+def mark_dynamic(t: torch.Tensor, dim) -> None:
+    """Make dimension `dim` (an int or a list of ints) of `t` symbolic when `t` is a graph
+    input (as `torch._dynamo.mark_dynamic`)."""
+    dims = getattr(t, "_bg_dynamic_dims", None) or set()
+    dims.update(_dims(t, dim))
+    t._bg_dynamic_dims = dims
+
+
+def mark_static(t: torch.Tensor, dim=None) -> None:
+    """Keep dimension `dim` (all dimensions if None) of `t` static, even under automatic
+    dynamic shapes or `dynamic=True` (as `torch._dynamo.mark_static`)."""
+    dims = getattr(t, "_bg_static_dims", None) or set()
+    dims.update(range(t.dim()) if dim is None else _dims(t, dim))
+    t._bg_static_dims = dims
+
+
+def _dims(t: torch.Tensor, dim) -> list:
+    dims = list(dim) if isinstance(dim, (list, tuple, set)) else [dim]
+    for d in dims:
+        if not isinstance(d, int) or not -t.dim() <= d < t.dim():
+            raise IndexError(f"bytegraph.mark_dynamic/mark_static: dimension {d!r} out of range for a "
+                             f"{t.dim()}-d tensor")
+    return [d % t.dim() for d in dims]
+
+
+class DynamicState:
+    """What one compiled function learned about its inputs across captures: `mode` is
+    True (`dynamic=True`), False (never dynamic) or None (automatic)."""
+
+    __slots__ = ("mode", "sizes", "ints")
+
+    def __init__(self, mode):
+        self.mode = mode
+        self.sizes: dict = {}  # source -> list of the sizes first seen (None: a dynamic dimension)
+        self.ints: dict = {}   # source -> the int first seen, or _DYNAMIC
+
+    def dynamic_dims(self, source, real: torch.Tensor) -> list | None:
+        """Which dimensions of input `real` read at `source` are symbolic (None: none)."""
+        if self.mode is False:
+            return None
+        shape = real.shape
+        static = getattr(real, "_bg_static_dims", None) or ()
+        if self.mode is True:
+            if type(real) is torch.nn.Parameter or "_buffers" in source.name():  # as torch: modules' tensors
+                return None
+            dynamic = [i not in static for i in range(len(shape))]
+            return dynamic if any(dynamic) else None
+        marked = getattr(real, "_bg_dynamic_dims", None) or ()
+        seen = self.sizes.get(source)
+        if seen is None or len(seen) != len(shape):
+            self.sizes[source] = list(shape)
+            seen = ()
+        else:
+            for i, (old, new) in enumerate(zip(seen, shape)):
+                if old is not None and old != new:
+                    seen[i] = None
+        dynamic = [(i in marked or (seen and seen[i] is None)) and i not in static for i in range(len(shape))]
+        return dynamic if any(dynamic) else None
+
+    def dynamic_int(self, source, value) -> bool:
+        """Whether int (or float) `value` read at `source` is symbolic in this capture."""
+        if self.mode is not None:
+            return self.mode
+        seen = self.ints.get(source)
+        if seen is None:
+            self.ints[source] = value
+            return False
+        if seen is _DYNAMIC:
+            return True
+        if seen == value and type(seen) is type(value):
+            return False
+        self.ints[source] = _DYNAMIC
+        return True
+
+
+@dataclasses.dataclass(frozen=True)
+class _TorchSource(torch._guards.Source):
+    """A bytegraph source as torch's ShapeEnv records it (symbols' sources, debug names)."""
+
+    expr: str
+
+    @property
+    def _name_template(self) -> str:
+        return self.expr
+
+    @property
+    def guard_source(self):
+        return torch._guards.GuardSource.LOCAL
+
+
+class Shapes:
+    """The ShapeEnv of one capture, made when the first symbolic value is (Note [Symbolic sizes])."""
+
+    __slots__ = ("env", "locations", "int_symbols")
+
+    def __init__(self, fake_mode):
+        self.env = ShapeEnv(allow_scalar_outputs=False, allow_dynamic_output_shape_ops=False)
+        fake_mode.shape_env = self.env  # fakes made so far are static; ops mix both
+        fake_mode.static_shapes = False  # `fake_inputs.fake_input` asks for static ones explicitly
+        fake_mode.cache_enabled = False
+        self.locations: dict = {}  # index in env.guards -> user location of the code that added it
+        self.int_symbols: dict = {}  # source of a dynamic int -> its sympy symbol
+
+    def fake_tensor(self, fake_mode, real: torch.Tensor, source, dynamic: list):
+        context = StatelessSymbolicContext(
+            dynamic_sizes=[DimDynamic.DUCK if d else DimDynamic.STATIC for d in dynamic])
+        return fake_mode.from_tensor(real, source=_TorchSource(source.name()), symbolic_context=context)
+
+    def symbol_for(self, value, source):
+        """A fresh SymInt (SymFloat) for the int (float) `value` read at `source`."""
+        env = self.env
+        tsource = _TorchSource(source.name())
+        symbol = env.create_unspecified_symbol(value, tsource, DimDynamic.DYNAMIC)
+        self.int_symbols[source] = symbol
+        if type(value) is float:
+            return env.create_symfloatnode(symbol, hint=value, source=tsource)
+        return env.create_symintnode(symbol, hint=value, source=tsource)
+
+    def locate(self, before: int, location: str) -> None:
+        """The ShapeEnv guards added since it had `before` come from user line `location`."""
+        for i in range(before, len(self.env.guards)):
+            self.locations.setdefault(i, location)
+
+    # ---- guards -------------------------------------------------------------------
+    def render(self, guards: list, inputs: list) -> list:
+        """`guards` with each dynamic tensor's placeholder guard replaced by its clauses over
+        sizes, strides and offset, then one clause per ShapeEnv guard and symbol range.
+        A symbol is spelled by the first input that carries it: an int input (bound first,
+        by its source), else the first size that has it."""
+        env = self.env
+        printer = _Printer()
+        by_source = {src: vt for src, vt, _ in inputs}
+        ints = [(src, self.int_symbols[src]) for src, vt, _ in inputs if src in self.int_symbols]
+        for src, symbol in ints:
+            if env.simplify(symbol) == symbol:
+                printer.bind(symbol, src.name(), src.describe())
+        out = []
+        for guard in guards:
+            if guard.kind is GuardKind.DYNAMIC_TENSOR:
+                out.extend(self._tensor_clauses(guard, by_source[guard.source].example, printer))
+            else:
+                out.append(guard)
+        for src, symbol in ints:  # specialized (`n == 3`) or equal to another symbol
+            value = env.simplify(symbol)
+            if value != symbol:
+                out.append(Guard(GuardKind.SHAPE, src, printer.equality(src.name(), src.describe(), value)))
+        out.extend(self._env_clauses(printer))
+        return out
+
+    def _tensor_clauses(self, guard: Guard, fake, printer: "_Printer") -> list:
+        src, loc = guard.source, guard.user_location
+        name, what = src.name(), src.describe()
+        size_name = printer.fresh("__bg_size")
+        spec = guard.expected
+        out = [Guard(GuardKind.SHAPE, src, ShapeClause(
+            f"type({src.binding_name()}) is {{}} and {name}.dtype is {{}} and {name}.device == {{}} "
+            f"and {name}.requires_grad is {spec.requires_grad!r} and len({size_name} := {name}.size()) == {fake.dim()}",
+            (spec.type, spec.dtype, spec.device),
+            f"{what} is a {spec.type.__name__}(dtype={spec.dtype}, device={spec.device}, "
+            f"requires_grad={spec.requires_grad}) of {fake.dim()} dimensions"), loc)]
+        env = self.env
+        for i, size in enumerate(fake.shape):
+            expr = env.simplify(sympy.sympify(size.node.expr if isinstance(size, torch.SymInt) else size))
+            if isinstance(expr, sympy.Symbol) and not printer.bound(expr):
+                printer.bind(expr, f"{size_name}[{i}]", f"{what}.size({i})")
+                continue
+            out.append(Guard(GuardKind.SHAPE, src, printer.equality(f"{size_name}[{i}]", f"{what}.size({i})", expr),
+                             loc))
+        strides = [env.simplify(sympy.sympify(s.node.expr if isinstance(s, torch.SymInt) else s))
+                   for s in fake.stride()]
+        comma = "," if len(strides) == 1 else ""
+        code = ", ".join(printer.code(s) for s in strides) + comma
+        text = ", ".join(printer.text(s) for s in strides) + comma
+        out.append(Guard(GuardKind.SHAPE, src, ShapeClause(f"{name}.stride() == ({code})", (),
+                                                           f"{what}.stride() == ({text})"), loc))
+        offset = fake.storage_offset()
+        offset = env.simplify(sympy.sympify(offset.node.expr if isinstance(offset, torch.SymInt) else offset))
+        out.append(Guard(GuardKind.SHAPE, src, printer.equality(f"{name}.storage_offset()",
+                                                                f"{what}.storage_offset()", offset), loc))
+        return out
+
+    def _env_clauses(self, printer: "_Printer") -> list:
+        env = self.env
+        out, seen = [], set()
+        for symbol in printer.symbols():
+            vr = env.var_to_range.get(symbol)
+            if vr is None:
+                continue
+            for bound, op in ((vr.lower, ">="), (vr.upper, "<=")):
+                if isinstance(bound, sympy.Integer) and abs(int(bound)) < 2 ** 62:
+                    clause = printer.comparison(symbol, op, int(bound))
+                    if clause.code not in seen:
+                        seen.add(clause.code)
+                        note = " (sizes 0 and 1 are specialized)" if op == ">=" and int(bound) == 2 else ""
+                        out.append(Guard(GuardKind.SHAPE, None, dataclasses.replace(clause, text=clause.text + note)))
+        for i, shape_guard in enumerate(env.guards):
+            expr = env.simplify(shape_guard.expr)
+            if expr is sympy.true:
+                continue
+            clause = printer.clause(expr)
+            if clause.code not in seen:
+                seen.add(clause.code)
+                out.append(Guard(GuardKind.SHAPE, None, clause, self.locations.get(i, "")))
+        return out
+
+
+class _Printer:
+    """Prints sympy expressions over the input symbols twice: as guard code (a symbol is the
+    guard-local expression that bound it) and in the user's spelling (`x.size(0)`)."""
+
+    def __init__(self):
+        self._code: dict = {}
+        self._text: dict = {}
+        self._names = 0
+
+    def fresh(self, prefix: str) -> str:
+        self._names += 1
+        return f"{prefix}_{self._names}"
+
+    def bound(self, symbol) -> bool:
+        return symbol in self._code
+
+    def bind(self, symbol, code: str, text: str) -> None:
+        if isinstance(symbol, sympy.Symbol) and symbol not in self._code:
+            self._code[symbol] = code
+            self._text[symbol] = text
+
+    def symbols(self):
+        return list(self._code)
+
+    def code(self, expr) -> str:
+        return self._print(expr, self._code)
+
+    def text(self, expr) -> str:
+        return self._print(expr, self._text)
+
+    def _print(self, expr, names: dict) -> str:
+        missing = expr.free_symbols - names.keys()
+        if missing:
+            raise AssertionError(f"shape guard over symbols no graph input binds: {sorted(map(str, missing))}")
+        return _SymbolPrinter(names).doprint(expr)
+
+    def equality(self, code: str, text: str, expr) -> ShapeClause:
+        return ShapeClause(f"{code} == {self.code(expr)}", (), f"{text} == {self.text(expr)}")
+
+    def comparison(self, symbol, op: str, bound: int) -> ShapeClause:
+        return ShapeClause(f"{self._code[symbol]} {op} {bound}", (), f"{self._text[symbol]} {op} {bound}")
+
+    def clause(self, expr) -> ShapeClause:
+        return ShapeClause(self.code(expr), (), self.text(expr))
+
+
+class _SymbolPrinter(PythonPrinter):
+    def __init__(self, names: dict):
+        super().__init__()
+        self._names = names
+
+    def _print_Symbol(self, expr) -> str:
+        return self._names[expr]

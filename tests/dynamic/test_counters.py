@@ -1,0 +1,264 @@
+"""Issue 16, acceptance 3: counter-style functions compile at most twice over 20 calls and
+agree with eager on every call. The counter (a global, a closure cell, an object or
+module attribute, a default, a module buffer) changes on each call and reaches tensor
+arithmetic or the return value: after its first change it is a graph input."""
+import types
+
+import pytest
+import torch
+from torch import nn
+
+import bytegraph
+from dynamic_support import check_calls
+
+CALLS = 20
+step = 0
+lr = 1.0
+history = {"calls": 0}
+
+
+def _calls(*shape):
+    return [(torch.randn(*shape),) for _ in range(CALLS)]
+
+
+def _reset_globals():
+    global step, lr
+    step = 0
+    lr = 1.0
+    history["calls"] = 0
+
+
+def _globals_state():
+    return (step, lr, history["calls"])
+
+
+def global_counter(x):
+    global step
+    step += 1
+    return x * step
+
+
+def global_counter_returned(x):
+    global step
+    step += 1
+    return x + 1, step
+
+
+def global_counter_in_helper(x):
+    return _bump() * x
+
+
+def _bump():
+    global step
+    step += 1
+    return step
+
+
+def global_float_decay(x):
+    global lr
+    lr *= 0.5
+    return x * lr
+
+
+def global_counter_offset(x):
+    global step
+    step += 2
+    return x[: (step % 5) + 1].sum() + step
+
+
+def global_counter_read_only(x):
+    return x * (step + 1)
+
+
+def dict_counter(x):
+    history["calls"] += 1
+    return x * history["calls"]
+
+
+GLOBAL_FUNCTIONS = [global_counter, global_counter_returned, global_counter_in_helper, global_float_decay,
+                    dict_counter]
+
+
+@pytest.mark.parametrize("fn", GLOBAL_FUNCTIONS, ids=lambda f: f.__name__)
+def test_global_counter_compiles_at_most_twice(fn):
+    check_calls(fn, _calls(3), max_graphs=2, reset=_reset_globals, state=_globals_state)
+
+
+def test_global_counter_used_as_slice_bound_guards_the_slice():
+    check_calls(global_counter_offset, _calls(8), max_graphs=7, reset=_reset_globals, state=_globals_state)
+
+
+def test_global_read_only_counter_changed_outside():
+    def run(fn):
+        global step
+        return fn(torch.ones(3))
+
+    counter = None
+    compiled = bytegraph.compile(global_counter_read_only, backend=(counter := __import__("helpers").CompileCounter()))
+    _reset_globals()
+    global step
+    for i in range(CALLS):
+        step = i
+        torch.testing.assert_close(compiled(torch.ones(3)), global_counter_read_only(torch.ones(3)))
+    assert counter.frame_count <= 2
+
+
+def _make_cell_counter():
+    n = 0
+
+    def bump(x):
+        nonlocal n
+        n += 1
+        return x * n, n
+
+    return bump
+
+
+def _make_cell_float():
+    scale = 1.0
+
+    def decay(x):
+        nonlocal scale
+        scale = scale * 0.9
+        return x * scale
+
+    return decay
+
+
+@pytest.mark.parametrize("make", [_make_cell_counter, _make_cell_float], ids=["int", "float"])
+def test_closure_cell_counter_compiles_at_most_twice(make):
+    eager, compiled_fn = make(), make()
+    counter = __import__("helpers").CompileCounter()
+    compiled = bytegraph.compile(compiled_fn, backend=counter)
+    for i in range(CALLS):
+        x = torch.randn(3)
+        e, c = eager(x), compiled(x)
+        torch.testing.assert_close(c, e)
+    assert compiled_fn.__closure__[0].cell_contents == eager.__closure__[0].cell_contents
+    assert counter.frame_count <= 2
+
+
+class Stepper:
+    def __init__(self):
+        self.steps = 0
+
+    def __call__(self, x):
+        self.steps += 1
+        return x * self.steps
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = nn.Linear(4, 4)
+        self.count = 0
+        self.temperature = 2.0
+        self.register_buffer("num_batches", torch.zeros((), dtype=torch.long))
+
+    def forward(self, x):
+        self.count += 1
+        self.num_batches += 1
+        return self.lin(x) * self.count / self.temperature + self.num_batches
+
+
+class Annealed(Model):
+    def forward(self, x):
+        y = self.lin(x) + self.num_batches
+        self.temperature = self.temperature * 0.99
+        return y / self.temperature
+
+
+def test_object_attribute_counter():
+    eager, obj = Stepper(), Stepper()
+    counter = __import__("helpers").CompileCounter()
+    compiled = bytegraph.compile(obj, backend=counter)
+    for _ in range(CALLS):
+        x = torch.randn(3)
+        torch.testing.assert_close(compiled(x), eager(x))
+    assert obj.steps == eager.steps == CALLS
+    assert counter.frame_count <= 2
+
+
+def test_module_attribute_buffer_and_float_counters():
+    eager, model = Model(), Model()
+    counter = __import__("helpers").CompileCounter()
+    compiled = bytegraph.compile(model, backend=counter)
+    for _ in range(CALLS):
+        x = torch.randn(2, 4)
+        torch.testing.assert_close(compiled(x), eager(x))
+    assert (model.count, int(model.num_batches)) == (eager.count, int(eager.num_batches)) == (CALLS, CALLS)
+    assert counter.frame_count <= 2
+
+
+def test_module_float_attribute_written_in_forward():
+    # a write to a module attribute breaks the graph (nn.Module.__setattr__): the graph before
+    # the break, then the rest with the float pinned once and symbolic after it changed
+    eager, model = Annealed(), Annealed()
+    counter = __import__("helpers").CompileCounter()
+    compiled = bytegraph.compile(model, backend=counter)
+    for _ in range(CALLS):
+        x = torch.randn(2, 4)
+        torch.testing.assert_close(compiled(x), eager(x))
+    assert model.temperature == eager.temperature
+    assert counter.frame_count <= 3
+
+
+def test_module_counter_called_from_a_compiled_function():
+    eager, model = Model(), Model()
+
+    def train_step(m, x):
+        return m(x).sum()
+
+    counter = __import__("helpers").CompileCounter()
+    compiled = bytegraph.compile(train_step, backend=counter)
+    for _ in range(CALLS):
+        x = torch.randn(2, 4)
+        torch.testing.assert_close(compiled(model, x), train_step(eager, x))
+    assert counter.frame_count <= 2
+
+
+def test_default_argument_changed_between_calls():
+    def f(x, k=1):
+        return x * k
+
+    counter = __import__("helpers").CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter)
+    for i in range(CALLS):
+        f.__defaults__ = (i + 1,)
+        x = torch.randn(3)
+        torch.testing.assert_close(compiled(x), x * (i + 1))
+    assert counter.frame_count <= 2
+
+
+def test_counter_passed_as_argument():
+    counter_values = [(torch.randn(3), i) for i in range(CALLS)]
+
+    def f(x, i):
+        return x * i + i
+
+    counter, _ = check_calls(f, counter_values, max_graphs=2)
+
+
+def test_counter_through_a_graph_break():
+    def f(x):
+        global step
+        step += 1
+        y = x * step
+        bytegraph.graph_break()
+        return y + step
+
+    check_calls(f, _calls(3), max_graphs=4, reset=_reset_globals, state=_globals_state)
+
+
+def test_steady_state_has_no_recompiles():
+    counter = __import__("helpers").CompileCounter()
+    compiled = bytegraph.compile(global_counter, backend=counter)
+    _reset_globals()
+    for _ in range(3):
+        compiled(torch.ones(2))
+    settled = counter.frame_count
+    for _ in range(50):
+        compiled(torch.ones(2))
+    assert counter.frame_count == settled == 2
+    assert step == 53
