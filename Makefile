@@ -44,5 +44,8 @@ fuzz: $(STAMP)
 # stalls eager runs by ~150 ms at random (docs/performance.md). BENCH_THREADS=2 to change.
 BENCH_THREADS ?= 1
 
+# The compiled-autograd training step runs in its own processes (the autograd engine binds
+# its node functions to the first compiled-autograd compiler of a process).
 bench: $(STAMP)
 	OMP_NUM_THREADS=$(BENCH_THREADS) $(PY) -m bench.run
+	OMP_NUM_THREADS=$(BENCH_THREADS) $(PY) -m bench.compiled_autograd_workloads
