@@ -61,6 +61,7 @@ class OutputGraph:
         self.open_generators: list = []  # generators suspended inside try/with (translate/generators.py)
         self.root_graph = self.graph
         self._subgraphs: list = []   # the open `subgraph()` scopes, innermost last
+        self.submodules: dict = {}   # name -> GraphModule of a higher-order op's body (vars/hops)
         self.add_guard(Guard(GuardKind.GRAD_MODE, None, self.grad_enabled))
 
     # ---- speculation (Note [Checkpoints]) ----------------------------------------------
@@ -71,7 +72,7 @@ class OutputGraph:
             self.graph, tuple(_graph_position(g) for g in graphs), tuple(len(s.lifted) for s in self._subgraphs),
             len(self.guards), dict(self.first_use), len(self.inputs), len(self.tracked),
             len(self.globals_sources), self.grad_enabled, torch.is_grad_enabled(), self.current_tx,
-            self.nn_module_aliases, self.side_effects.checkpoint(), self.autocast)
+            self.nn_module_aliases, self.side_effects.checkpoint(), self.autocast, len(self.submodules))
 
     def restore(self, cp: "GraphCheckpoint") -> None:
         """Undo everything since `cp` (which stays active; `release` it when done)."""
@@ -92,6 +93,7 @@ class OutputGraph:
         del self.inputs[cp.inputs:]
         _truncate(self.tracked, cp.tracked)
         _truncate(self.globals_sources, cp.globals_sources)
+        _truncate(self.submodules, cp.submodules)
         self.grad_enabled = cp.grad_enabled
         torch._C._set_grad_enabled(cp.real_grad_enabled)
         self.current_tx = cp.current_tx
@@ -119,6 +121,22 @@ class OutputGraph:
             if sub in self._subgraphs:  # a restore inside may have closed it already
                 self._subgraphs.remove(sub)
             self.graph = sub.parent
+
+    def add_submodule(self, prefix: str, gm: torch.fx.GraphModule) -> str:
+        """Register a higher-order op's body as `<prefix>_<n>` (n counts that prefix's
+        bodies, so a restore hands the same names out again) and return the name."""
+        n = sum(1 for name in self.submodules if name.rpartition("_")[0] == prefix)
+        name = f"{prefix}_{n}"
+        self.submodules[name] = gm
+        return name
+
+    def graph_module(self, graph: torch.fx.Graph) -> torch.fx.GraphModule:
+        """`graph` as a GraphModule whose root holds the bodies its `get_attr` nodes name."""
+        root = torch.nn.Module()
+        for node in graph.nodes:
+            if node.op == "get_attr" and node.target in self.submodules:
+                root.add_module(node.target, self.submodules[node.target])
+        return torch.fx.GraphModule(root, graph)
 
     def lift(self, node: torch.fx.Node) -> torch.fx.Node:
         """`node` of an enclosing graph as seen from the current one: lifted through every
@@ -312,6 +330,7 @@ class GraphCheckpoint:
     nn_module_aliases: int
     side_effects: tuple
     autocast: object        # the AutocastTrace (vars/autocast.py)
+    submodules: int         # len(OutputGraph.submodules)
 
 
 class Subgraph:

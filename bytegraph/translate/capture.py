@@ -208,7 +208,7 @@ def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend)
     add_stack_traces(graph)
     if config.debug:
         graph.lint()
-    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    gm = output.graph_module(graph)
     example_inputs = [real for _, _, real in output.inputs]
     compiled = backend(gm, example_inputs)
     name = f"__bg_graph_{next(_graph_ids)}"
