@@ -1,8 +1,9 @@
 """`bytegraph.cond` and `bytegraph.map`: control-flow operators with torch's signatures.
 
-Called eagerly they run in plain Python (`cond` calls the chosen branch, `map` calls the
-body on each slice of the leading dimension and stacks the results), never through a
-compiler; inside a compiled function they are captured exactly like `torch.cond` and
+Called eagerly they run in plain Python (`cond` calls the chosen branch, and copies an
+output that is, or is a view of, an operand or an earlier output, since the captured op
+returns new tensors; `map` calls the body on each slice of the leading dimension and
+stacks the results), never through a compiler; inside a compiled function they are captured exactly like `torch.cond` and
 `torch._higher_order_ops.map.map` (vars/hops/): one `cond` / `map_impl` node with the
 bodies as subgraphs.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import torch
 import torch.utils._pytree as pytree
+from torch.multiprocessing.reductions import StorageWeakRef
 
 
 def cond(pred, true_fn, false_fn, operands=()):
@@ -24,7 +26,25 @@ def cond(pred, true_fn, false_fn, operands=()):
         raise RuntimeError("Expect both branches to be callable.")
     if not isinstance(operands, (tuple, list)):
         raise RuntimeError(f"Expect operands to be a tuple or list, but got {operands}.")
-    return true_fn(*operands) if pred else false_fn(*operands)
+    result = true_fn(*operands) if pred else false_fn(*operands)
+    return _copy_aliases(result, operands)
+
+
+def _copy_aliases(result, operands):
+    """`result` with a copy of each tensor sharing storage with an operand or an earlier
+    output (captured, `cond` never returns an alias: as torch.cond under torch.compile,
+    its outputs are new tensors)."""
+    seen = {StorageWeakRef(t.untyped_storage()) for t in pytree.tree_leaves(operands) if isinstance(t, torch.Tensor)}
+
+    def fresh(t):
+        if not isinstance(t, torch.Tensor):
+            return t
+        key = StorageWeakRef(t.untyped_storage())
+        if key in seen:
+            return t.clone()
+        seen.add(key)
+        return t
+    return pytree.tree_map(fresh, result)
 
 
 def map(fn, xs, *args):

@@ -131,10 +131,10 @@ class OutputGraph:
         return name
 
     def graph_module(self, graph: torch.fx.Graph) -> torch.fx.GraphModule:
-        """`graph` as a GraphModule whose root holds the bodies its `get_attr` nodes name."""
+        """`graph` as a GraphModule whose root holds the bodies its nodes name."""
         root = torch.nn.Module()
         for node in graph.nodes:
-            if node.op == "get_attr" and node.target in self.submodules:
+            if node.op in ("get_attr", "call_module") and node.target in self.submodules:
                 root.add_module(node.target, self.submodules[node.target])
         return torch.fx.GraphModule(root, graph)
 

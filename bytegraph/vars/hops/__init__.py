@@ -7,5 +7,8 @@ body.py (subgraphs, lifting, speculation scopes, rollback).
 from __future__ import annotations
 
 from .cond import CondVariable, cond_callables
+from .map import MapVariable, map_callables
+from .wrap import wrap_callables
 
-HIGHER_ORDER_OPS = {fn: CondVariable for fn in cond_callables()}
+HIGHER_ORDER_OPS = {**{fn: CondVariable for fn in cond_callables()}, **{fn: MapVariable for fn in map_callables()},
+                    **wrap_callables()}

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.fx
+from torch.multiprocessing.reductions import StorageWeakRef
 
 from ...errors import GraphBreak, TracedRaise
 from ..constant import ConstantVariable
@@ -126,10 +127,10 @@ def lifted_union(bodies) -> list:
     return list(seen)
 
 
-def body_module(tx, body: Body, extra: list) -> torch.fx.GraphModule:
+def body_module(tx, body: Body, extra: list, copies=()) -> torch.fx.GraphModule:
     """`body` as a GraphModule taking its inputs, then the outer values `extra` (those it
     does not read are unused placeholders, so sibling bodies share one signature), and
-    returning a tuple of its outputs."""
+    returning a tuple of its outputs (a copy of those at the indices `copies`)."""
     graph = torch.fx.Graph()
     env: dict = {}
     for node in body.inputs:
@@ -143,8 +144,27 @@ def body_module(tx, body: Body, extra: list) -> torch.fx.GraphModule:
     for node in body.graph.nodes:
         if node.op != "placeholder":
             env[node] = graph.node_copy(node, env.__getitem__)
-    graph.output(tuple(env[n] for n in body.outputs))
+    outputs = [env[n] for n in body.outputs]
+    for i in copies:
+        outputs[i] = graph.call_method("clone", (outputs[i],))
+    graph.output(tuple(outputs))
     return tx.output.graph_module(graph)
+
+
+def aliased_outputs(body: Body) -> list:
+    """(index, what) of each output of `body` sharing storage with one of its inputs or
+    an earlier output (a tensor returned as it is, or a view of it)."""
+    seen = {}
+    for node in [*body.inputs, *(inner for _, inner in body.lifted)]:
+        seen.setdefault(StorageWeakRef(node.meta["example_value"].untyped_storage()), "an input")
+    found = []
+    for i, example in enumerate(body.examples):
+        key = StorageWeakRef(example.untyped_storage())
+        if key in seen:
+            found.append((i, seen[key]))
+        else:
+            seen[key] = "another output"
+    return found
 
 
 def _placeholder(graph: torch.fx.Graph, name: str, like: torch.fx.Node) -> torch.fx.Node:

@@ -13,12 +13,13 @@ eager and under autograd, `CondAutogradOp`), and aot_autograd and inductor trace
 """
 from __future__ import annotations
 
-import sys
+import importlib
 
 import torch
 
+from ... import control_flow
 from ..base import CallableValueVariable
-from .body import body_module, describe_spec, differentiable, emit, flatten, fresh_fake, lifted_union, speculate, \
+from .body import aliased_outputs, body_module, describe_spec, differentiable, emit, flatten, fresh_fake, lifted_union, speculate, \
     trace_body, unflatten
 
 COND_OP = torch.ops.higher_order.cond
@@ -61,10 +62,11 @@ class CondVariable(CallableValueVariable):
         true_body = trace_body(tx, true_fn, f"the true branch of {op} ({true_fn.describe()})", examples, arguments)
         false_body = trace_body(tx, false_fn, f"the false branch of {op} ({false_fn.describe()})", examples, arguments)
         _check_same_outputs(tx, op, true_body, false_body)
+        copies = [self._copies(tx, body) for body in (true_body, false_body)]
         extra = lifted_union((true_body, false_body))
         output = tx.output
-        true_name = output.add_submodule("cond_true", body_module(tx, true_body, extra))
-        false_name = output.add_submodule("cond_false", body_module(tx, false_body, extra))
+        true_name = output.add_submodule("cond_true", body_module(tx, true_body, extra, copies[0]))
+        false_name = output.add_submodule("cond_false", body_module(tx, false_body, extra, copies[1]))
         graph = output.graph
         operands = tuple(leaf.as_fx_arg(tx) for leaf in leaves) + tuple(output.lift(n) for n in extra)
         grad = output.grad_enabled and any(
@@ -72,6 +74,17 @@ class CondVariable(CallableValueVariable):
         outs = [fresh_fake(e, grad and differentiable(e)) for e in true_body.examples]
         args = (pred.as_fx_arg(tx), graph.get_attr(true_name), graph.get_attr(false_name), operands)
         return emit(tx, COND_OP, args, outs, true_body.spec)
+
+    def _copies(self, tx, body) -> list:
+        """The outputs of `body` that alias an input or another output: torch refuses them
+        (eager `torch.cond` raises, so the graph breaks and it does); `bytegraph.cond`
+        returns copies of them, as its eager implementation does."""
+        aliased = aliased_outputs(body)
+        if aliased and self.fn is not control_flow.cond:
+            i, what = aliased[0]
+            tx.unsupported(f"{self.describe()}: {body.name} returns output {i}, which aliases {what}",
+                           category="higher-order op", hint="return a copy (`.clone()`) of it")
+        return [i for i, _ in aliased]
 
     def describe(self) -> str:
         if self.fn is COND_OP:
@@ -118,6 +131,4 @@ def _mismatch(tx, op: str, body, what: str) -> None:
 
 def cond_callables() -> tuple:
     """Every callable CondVariable stands for."""
-    from ... import control_flow
-
-    return (sys.modules["torch._higher_order_ops.cond"].cond, COND_OP, control_flow.cond)
+    return (importlib.import_module("torch._higher_order_ops.cond").cond, COND_OP, control_flow.cond)
