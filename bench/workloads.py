@@ -239,3 +239,6 @@ for _n in (500, 1000, 2000):
 
 # --- graph breaks (bench/break_workloads.py registers its workloads on import) --------------
 import bench.break_workloads  # noqa: E402,F401
+
+# --- higher-order ops (bench/hop_workloads.py registers its workload on import) -----------
+import bench.hop_workloads  # noqa: E402,F401

@@ -61,7 +61,7 @@ class OutputGraph:
         self.open_generators: list = []  # generators suspended inside try/with (translate/generators.py)
         self.root_graph = self.graph
         self._subgraphs: list = []   # the open `subgraph()` scopes, innermost last
-        self.submodules: dict = {}   # name -> GraphModule of a higher-order op's body (vars/hops)
+        self.submodules: dict = {}   # name -> FX graph of a higher-order op's body (vars/hops)
         self.add_guard(Guard(GuardKind.GRAD_MODE, None, self.grad_enabled))
 
     # ---- speculation (Note [Checkpoints]) ----------------------------------------------
@@ -122,21 +122,29 @@ class OutputGraph:
                 self._subgraphs.remove(sub)
             self.graph = sub.parent
 
-    def add_submodule(self, prefix: str, gm: torch.fx.GraphModule) -> str:
-        """Register a higher-order op's body as `<prefix>_<n>` (n counts that prefix's
+    def add_submodule(self, prefix: str, graph: torch.fx.Graph) -> str:
+        """Register a higher-order op's body graph as `<prefix>_<n>` (n counts that prefix's
         bodies, so a restore hands the same names out again) and return the name."""
         n = sum(1 for name in self.submodules if name.rpartition("_")[0] == prefix)
         name = f"{prefix}_{n}"
-        self.submodules[name] = gm
+        self.submodules[name] = graph
         return name
 
     def graph_module(self, graph: torch.fx.Graph) -> torch.fx.GraphModule:
-        """`graph` as a GraphModule whose root holds the bodies its nodes name."""
+        """`graph` as a GraphModule holding, as GraphModules, the bodies its nodes name
+        (nested bodies too). Each is made with an empty stand-in for its own bodies, which
+        are attached afterwards: a GraphModule recompiles its children when it is made, and
+        so every body is compiled once."""
         root = torch.nn.Module()
+        bodies = {}
         for node in graph.nodes:
-            if node.op in ("get_attr", "call_module") and node.target in self.submodules:
-                root.add_module(node.target, self.submodules[node.target])
-        return torch.fx.GraphModule(root, graph)
+            if node.op in ("get_attr", "call_module") and node.target in self.submodules and node.target not in bodies:
+                bodies[node.target] = self.graph_module(self.submodules[node.target])
+                root.add_module(node.target, torch.nn.Module())
+        gm = torch.fx.GraphModule(root, graph)
+        for name, body in bodies.items():
+            setattr(gm, name, body)
+        return gm
 
     def lift(self, node: torch.fx.Node) -> torch.fx.Node:
         """`node` of an enclosing graph as seen from the current one: lifted through every

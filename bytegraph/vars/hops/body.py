@@ -127,8 +127,8 @@ def lifted_union(bodies) -> list:
     return list(seen)
 
 
-def body_module(tx, body: Body, extra: list, copies=()) -> torch.fx.GraphModule:
-    """`body` as a GraphModule taking its inputs, then the outer values `extra` (those it
+def body_graph(body: Body, extra: list, copies=()) -> torch.fx.Graph:
+    """`body` as a graph (made a GraphModule with the graph that calls it) taking its inputs, then the outer values `extra` (those it
     does not read are unused placeholders, so sibling bodies share one signature), and
     returning a tuple of its outputs (a copy of those at the indices `copies`)."""
     graph = torch.fx.Graph()
@@ -148,7 +148,7 @@ def body_module(tx, body: Body, extra: list, copies=()) -> torch.fx.GraphModule:
     for i in copies:
         outputs[i] = graph.call_method("clone", (outputs[i],))
     graph.output(tuple(outputs))
-    return tx.output.graph_module(graph)
+    return graph
 
 
 def aliased_outputs(body: Body) -> list:

@@ -19,7 +19,7 @@ import torch
 
 from ... import control_flow
 from ..base import CallableValueVariable
-from .body import aliased_outputs, body_module, describe_spec, differentiable, emit, flatten, fresh_fake, lifted_union, speculate, \
+from .body import aliased_outputs, body_graph, describe_spec, differentiable, emit, flatten, fresh_fake, lifted_union, speculate, \
     trace_body, unflatten
 
 COND_OP = torch.ops.higher_order.cond
@@ -65,8 +65,8 @@ class CondVariable(CallableValueVariable):
         copies = [self._copies(tx, body) for body in (true_body, false_body)]
         extra = lifted_union((true_body, false_body))
         output = tx.output
-        true_name = output.add_submodule("cond_true", body_module(tx, true_body, extra, copies[0]))
-        false_name = output.add_submodule("cond_false", body_module(tx, false_body, extra, copies[1]))
+        true_name = output.add_submodule("cond_true", body_graph(true_body, extra, copies[0]))
+        false_name = output.add_submodule("cond_false", body_graph(false_body, extra, copies[1]))
         graph = output.graph
         operands = tuple(leaf.as_fx_arg(tx) for leaf in leaves) + tuple(output.lift(n) for n in extra)
         grad = output.grad_enabled and any(

@@ -15,7 +15,7 @@ import torch
 
 from ..base import CallableValueVariable
 from ..containers import TupleVariable
-from .body import body_module, differentiable, emit, flatten, fresh_fake, speculate, trace_body, unflatten
+from .body import body_graph, differentiable, emit, flatten, fresh_fake, speculate, trace_body, unflatten
 
 MAP_OP = torch.ops.higher_order.map_impl
 
@@ -54,7 +54,7 @@ class MapVariable(CallableValueVariable):
         body = trace_body(tx, fn, f"the body of {op} ({fn.describe()})", examples, arguments)
         extra = [outer for outer, _ in body.lifted]
         output = tx.output
-        name = output.add_submodule("map_body", body_module(tx, body, extra))
+        name = output.add_submodule("map_body", body_graph(body, extra))
         xs_nodes = [leaf.as_fx_arg(tx) for leaf in xs_leaves]
         pos_nodes = [leaf.as_fx_arg(tx) for leaf in arg_leaves] + [output.lift(node) for node in extra]
         grad = output.grad_enabled and any(node.meta["example_value"].requires_grad for node in xs_nodes + pos_nodes)

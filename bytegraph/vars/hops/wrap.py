@@ -19,7 +19,7 @@ import torch
 
 from ..base import CallableValueVariable
 from ..containers import DictVariable, TupleVariable
-from .body import body_module, emit, flatten, fresh_fake, speculate, trace_body, unflatten
+from .body import body_graph, emit, flatten, fresh_fake, speculate, trace_body, unflatten
 
 CHECKPOINT_OP = torch.ops.higher_order.tag_activation_checkpoint
 _CHECKPOINT_OPTIONS = ("context_fn", "determinism_check", "debug", "early_stop", "preserve_rng_state")
@@ -46,7 +46,7 @@ class _BodyCallVariable(CallableValueVariable):
                           arguments, constants=True)
         extra = [outer for outer, _ in body.lifted]
         output = tx.output
-        name = output.add_submodule(self.prefix, body_module(tx, body, extra))
+        name = output.add_submodule(self.prefix, body_graph(body, extra))
         nodes = tuple(leaf.as_fx_arg(tx) for leaf in leaves) + tuple(output.lift(n) for n in extra)
         outs = [fresh_fake(e, e.requires_grad) for e in body.examples]
         return self._emit(tx, name, nodes, outs, body.spec)
