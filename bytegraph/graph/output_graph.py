@@ -315,7 +315,8 @@ class OutputGraph:
 # Note [Mutation barrier]), the traced and the real grad mode, the autocast record
 # (immutable; restoring it sets the real autocast state again), and the small FX name
 # tables (so names made after a restore are the ones a capture that never ran the
-# speculation makes). `restore` erases the nodes added since (placeholders of new graph
+# speculation makes), and the number of higher-order-op bodies (`submodules`, whose
+# names count per prefix). `restore` erases the nodes added since (placeholders of new graph
 # inputs included), truncates the tables and undoes the log; the translator's frames are
 # restored by `Translator.restore` (translate/speculation.py).
 

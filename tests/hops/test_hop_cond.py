@@ -548,9 +548,7 @@ def test_two_conds_share_an_operand(cond):
 
 
 def test_torch_ops_higher_order_cond_directly():
-    def fn(x):
-        gm_t = None  # the operator with Python callables works like torch.cond
-        del gm_t
+    def fn(x):  # the operator itself, with Python callables, is captured like torch.cond
         return torch.ops.higher_order.cond(x.sum() > 0, lambda a: (a * 2,), lambda a: (a - 2,), (x,))
 
     r = check(fn, T(3), graphs=1, fullgraph=True, grads=False)

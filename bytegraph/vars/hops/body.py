@@ -77,7 +77,9 @@ def describe_spec(spec) -> str:
     if kind == "dict":
         return "{" + ", ".join(f"{k!r}: {describe_spec(s)}" for k, s in zip(spec[1], spec[2])) + "}"
     inner = ", ".join(describe_spec(s) for s in spec[1])
-    return f"({inner},)" if kind == "tuple" and len(spec[1]) == 1 else (f"({inner})" if kind == "tuple" else f"[{inner}]")
+    if kind == "list":
+        return f"[{inner}]"
+    return f"({inner},)" if len(spec[1]) == 1 else f"({inner})"
 
 
 @dataclass
@@ -128,9 +130,10 @@ def lifted_union(bodies) -> list:
 
 
 def body_graph(body: Body, extra: list, copies=()) -> torch.fx.Graph:
-    """`body` as a graph (made a GraphModule with the graph that calls it) taking its inputs, then the outer values `extra` (those it
-    does not read are unused placeholders, so sibling bodies share one signature), and
-    returning a tuple of its outputs (a copy of those at the indices `copies`)."""
+    """`body` as a graph (a GraphModule once the graph calling it is made) taking its inputs,
+    then the outer values `extra` (those it does not read are unused placeholders, so sibling
+    bodies share one signature), and returning a tuple of its outputs (a copy of those at the
+    indices `copies`)."""
     graph = torch.fx.Graph()
     env: dict = {}
     for node in body.inputs:

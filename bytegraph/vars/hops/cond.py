@@ -19,8 +19,8 @@ import torch
 
 from ... import control_flow
 from ..base import CallableValueVariable
-from .body import aliased_outputs, body_graph, describe_spec, differentiable, emit, flatten, fresh_fake, lifted_union, speculate, \
-    trace_body, unflatten
+from .body import (aliased_outputs, body_graph, describe_spec, differentiable, emit, flatten, fresh_fake,
+                   lifted_union, speculate, trace_body, unflatten)
 
 COND_OP = torch.ops.higher_order.cond
 _PARAMS = ("pred", "true_fn", "false_fn", "operands")
@@ -44,7 +44,10 @@ class CondVariable(CallableValueVariable):
                 tx.unsupported(f"{self.describe()} with operands {operands.describe()}", category="higher-order op")
             branch = true_fn if pred.as_python_constant() else false_fn
             return branch.call_function(tx, list(items), {})
-        leaves, spec = ([], ("tuple", ())) if operands is None else flatten(tx, operands, f"the operands of {self.describe()}")
+        if operands is None:
+            leaves, spec = [], ("tuple", ())
+        else:
+            leaves, spec = flatten(tx, operands, f"the operands of {self.describe()}")
         if spec[0] not in ("tuple", "list"):
             tx.unsupported(f"{self.describe()} with operands that are not a tuple or list", category="higher-order op")
         if pred.example.numel() != 1:

@@ -36,7 +36,8 @@ class MapVariable(CallableValueVariable):
             tx.unsupported(f"{op} with no tensor to map over", category="higher-order op")
         sizes = {tuple(leaf.example.shape[:1]) for leaf in xs_leaves}
         if len(sizes) != 1 or sizes == {()} or sizes == {(0,)}:
-            tx.unsupported(f"{op} over tensors whose leading dimensions are {sorted(sizes)}", category="higher-order op",
+            tx.unsupported(f"{op} over tensors whose leading dimensions are {sorted(sizes)}",
+                           category="higher-order op",
                            hint="every mapped tensor needs the same non-zero leading dimension")
         arg_leaves, arg_spec = flatten(tx, TupleVariable(rest), f"the arguments of {op}", constants=True)
         return speculate(tx, op, lambda: self._capture(tx, fn, xs_leaves, xs_spec, arg_leaves, arg_spec))
