@@ -1,6 +1,6 @@
 """Bodies of higher-order ops must be functional: the mutation matrix
-{global, nonlocal, outer list, outer dict, object attribute, module attribute, outer tensor
-in place} x {cond, map, wrap, checkpoint}.
+{global, nonlocal, outer list, outer dict, object attribute (set and delete), module
+attribute, outer tensor in place} x {cond, map, wrap, checkpoint}.
 
 Each case: the compiled function gives eager's result (outputs, outer state, gradients)
 with a graph break at the op, which runs eagerly; `bytegraph.counters["graph_break"]`
@@ -61,7 +61,7 @@ OPS = {
 
 # kind -> how the refusal names the written variable
 NAMES = {"global": "global 'COUNTER'", "nonlocal": "nonlocal 'count'", "list": "'log'", "dict": "'d'",
-         "attr": "obj", "module": "m", "tensor": "buf"}
+         "attr": "obj", "delattr": "obj", "module": "m", "tensor": "buf"}
 
 
 def make(kind: str, op: str):
@@ -86,6 +86,8 @@ def make(kind: str, op: str):
                 d["k"] = 1  # write:dict
             elif kind == "attr":
                 obj.n = 5  # write:attr
+            elif kind == "delattr":
+                del obj.n  # write:delattr
             elif kind == "module":
                 m.calls = m.calls + 1  # write:module
             elif kind == "tensor":
