@@ -136,6 +136,8 @@ class OutputGraph:
         are attached afterwards: a GraphModule recompiles its children when it is made, and
         so every body is compiled once."""
         root = torch.nn.Module()
+        if not self.submodules:
+            return torch.fx.GraphModule(root, graph)
         bodies = {}
         for node in graph.nodes:
             if node.op in ("get_attr", "call_module") and node.target in self.submodules and node.target not in bodies:
