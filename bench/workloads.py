@@ -269,3 +269,6 @@ import bench.compiled_autograd_workloads  # noqa: E402,F401  (training steps wit
 # --- transformers models (bench/model_workloads.py; skipped without transformers) ------------
 import bench.model_workloads  # noqa: E402,F401
 import bench.dynamic_workloads  # noqa: E402,F401  (static vs dynamic shapes, issue 16)
+
+# --- higher-order ops (bench/hop_workloads.py registers its workload on import) -----------
+import bench.hop_workloads  # noqa: E402,F401

@@ -63,6 +63,9 @@ class ExplainOutput:
         for i, (gm, ops) in enumerate(zip(self.graphs, self.ops_per_graph)):
             lines.append(f"Graph {i + 1} ({len(ops)} ops): {', '.join(ops)}")
             lines.extend("    " + line for line in gm.code.strip().splitlines())
+            for name, sub in _subgraphs(gm):  # the bodies of higher-order ops (vars/hops)
+                lines.append(f"  Subgraph {name}:")
+                lines.extend("      " + line for line in sub.code.strip().splitlines())
         if self.guards:
             lines.append("Guards:")
             lines.extend(f"  - {g}" for g in self.guards)
@@ -104,6 +107,11 @@ def _explain_call(fn, args, kwargs) -> ExplainOutput:
     finally:
         LISTENERS.remove(listener)
     return out
+
+
+def _subgraphs(gm) -> list:
+    """(qualified name, GraphModule) of every body nested in `gm`, outermost first."""
+    return [(name, sub) for name, sub in gm.named_modules() if name and hasattr(sub, "graph")]
 
 
 def _op_name(node) -> str:

@@ -68,6 +68,7 @@ class OutputGraph:
         self._unguarded: set = set()  # sources of inputs the residual code makes (never guarded)
         self.root_graph = self.graph
         self._subgraphs: list = []   # the open `subgraph()` scopes, innermost last
+        self.submodules: dict = {}   # name -> FX graph of a higher-order op's body (vars/hops)
         self.add_guard(Guard(GuardKind.GRAD_MODE, None, self.grad_enabled))
 
     # ---- speculation (Note [Checkpoints]) ----------------------------------------------
@@ -78,7 +79,7 @@ class OutputGraph:
             self.graph, tuple(_graph_position(g) for g in graphs), tuple(len(s.lifted) for s in self._subgraphs),
             len(self.guards), dict(self.first_use), len(self.inputs), len(self.tracked),
             len(self.globals_sources), self.grad_enabled, torch.is_grad_enabled(), self.current_tx,
-            self.nn_module_aliases, self.side_effects.checkpoint(), self.autocast)
+            self.nn_module_aliases, self.side_effects.checkpoint(), self.autocast, len(self.submodules))
 
     def restore(self, cp: "GraphCheckpoint") -> None:
         """Undo everything since `cp` (which stays active; `release` it when done)."""
@@ -99,6 +100,7 @@ class OutputGraph:
         del self.inputs[cp.inputs:]
         _truncate(self.tracked, cp.tracked)
         _truncate(self.globals_sources, cp.globals_sources)
+        _truncate(self.submodules, cp.submodules)
         self.grad_enabled = cp.grad_enabled
         torch._C._set_grad_enabled(cp.real_grad_enabled)
         self.current_tx = cp.current_tx
@@ -126,6 +128,32 @@ class OutputGraph:
             if sub in self._subgraphs:  # a restore inside may have closed it already
                 self._subgraphs.remove(sub)
             self.graph = sub.parent
+
+    def add_submodule(self, prefix: str, graph: torch.fx.Graph) -> str:
+        """Register a higher-order op's body graph as `<prefix>_<n>` (n counts that prefix's
+        bodies, so a restore hands the same names out again) and return the name."""
+        n = sum(1 for name in self.submodules if name.rpartition("_")[0] == prefix)
+        name = f"{prefix}_{n}"
+        self.submodules[name] = graph
+        return name
+
+    def graph_module(self, graph: torch.fx.Graph) -> torch.fx.GraphModule:
+        """`graph` as a GraphModule holding, as GraphModules, the bodies its nodes name
+        (nested bodies too). Each is made with an empty stand-in for its own bodies, which
+        are attached afterwards: a GraphModule recompiles its children when it is made, and
+        so every body is compiled once."""
+        root = torch.nn.Module()
+        if not self.submodules:
+            return torch.fx.GraphModule(root, graph)
+        bodies = {}
+        for node in graph.nodes:
+            if node.op in ("get_attr", "call_module") and node.target in self.submodules and node.target not in bodies:
+                bodies[node.target] = self.graph_module(self.submodules[node.target])
+                root.add_module(node.target, torch.nn.Module())
+        gm = torch.fx.GraphModule(root, graph)
+        for name, body in bodies.items():
+            setattr(gm, name, body)
+        return gm
 
     def lift(self, node: torch.fx.Node) -> torch.fx.Node:
         """`node` of an enclosing graph as seen from the current one: lifted through every
@@ -348,7 +376,8 @@ class OutputGraph:
 # Note [Mutation barrier]), the traced and the real grad mode, the autocast record
 # (immutable; restoring it sets the real autocast state again), and the small FX name
 # tables (so names made after a restore are the ones a capture that never ran the
-# speculation makes). `restore` erases the nodes added since (placeholders of new graph
+# speculation makes), and the number of higher-order-op bodies (`submodules`, whose
+# names count per prefix). `restore` erases the nodes added since (placeholders of new graph
 # inputs included), truncates the tables and undoes the log; the translator's frames are
 # restored by `Translator.restore` (translate/speculation.py).
 
@@ -371,6 +400,7 @@ class GraphCheckpoint:
     nn_module_aliases: int
     side_effects: tuple
     autocast: object        # the AutocastTrace (vars/autocast.py)
+    submodules: int         # len(OutputGraph.submodules)
 
 
 class Subgraph:

@@ -108,7 +108,7 @@ class SideEffects:
         (once per checkpoint epoch), and records a sourced `vt` for replay (unless
         `replay=False`: a tensor changed by an in-place op, which the graph replays)."""
         if self.current_scope and vt.scope != self.current_scope:
-            self._refuse(vt.source.name() if vt.source is not None else vt.describe())
+            self._refuse(vt.source.name() if vt.source is not None else self._name_of(vt))
         if self._checkpoints and id(vt) not in self._saved:
             self._saved.add(id(vt))
             self._undo.append((vt._restore_state, vt._save_state()))
@@ -131,6 +131,22 @@ class SideEffects:
                        "of a higher-order op must not mutate outside state",
                        category="side effect in higher-order op",
                        hint="return the new value from the body instead of mutating it")
+
+    def _name_of(self, vt) -> str:
+        """How a refused write names tracker `vt` made during tracing: the variable of the
+        innermost frame holding it (a local, a free variable, or the cell of a `nonlocal`)."""
+        tx = self.output.current_tx
+        while tx is not None:
+            for name, value in tx.locals.items():
+                if value is vt:
+                    return f"'{name}' ({vt.describe()})"
+            for name, cell in tx.cells.items():
+                if cell is vt:
+                    return f"nonlocal '{name}'"
+                if cell.known_contents() is vt:
+                    return f"'{name}' ({vt.describe()})"
+            tx = tx.parent
+        return vt.describe()
 
     @contextlib.contextmanager
     def scope(self, name: str, calls: bool = False):

@@ -209,7 +209,7 @@ def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend)
     add_stack_traces(graph)
     if config.debug:
         graph.lint()
-    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    gm = output.graph_module(graph)
     # As torch.compile's: real tensors, or fakes with symbolic sizes and SymInts when dynamic
     example_inputs = [real for _, _, real in output.inputs] if output.shapes is None else \
         [vt.example for _, vt, _ in output.inputs]

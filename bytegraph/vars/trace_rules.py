@@ -10,6 +10,8 @@
   `vars/autograd_function.py`: `Function.apply` of a custom autograd.Function);
 - POLYFILL: a C function with a Python stand-in (`vars/polyfills/`), inlined in its place;
 - INLINE: a Python function, whose bytecode is inlined;
+- HIGHER_ORDER: a higher-order op (`torch.cond`, `map`, `wrap`, `checkpoint`) whose
+  callable arguments are traced as subgraphs (`vars/hops/`);
 - BREAK: a call is a graph break; the rule says why and how to avoid it (a Python function
   of a module that does I/O or keeps global state, a C function nothing models).
 None: not a callable the rules decide (a class outside the tables, a bound method, a
@@ -34,6 +36,7 @@ from . import counter, deque, keyed_dicts, logging_calls, mappings, namedtuples,
 from .environ import ENVIRON_READS
 from .typing_forms import FOLDS as TYPING_FOLDS
 from .autograd_function import APPLY as AUTOGRAD_APPLY
+from .hops import HIGHER_ORDER_OPS
 from .builtins import HANDLERS, BuiltinVariable
 from .polyfills import POLYFILLS, PolyfillVariable
 from .torch_functions import GRAPH_OPS, SPECIAL, TorchFunctionVariable, TorchSpecialVariable
@@ -44,6 +47,7 @@ class Kind(enum.Enum):
     BUILTIN = "builtin handler"
     POLYFILL = "polyfill"
     INLINE = "inline"
+    HIGHER_ORDER = "higher-order op"
     BREAK = "graph break"
 
 
@@ -71,6 +75,8 @@ def _table() -> dict:
          for fn in GRAPH_OPS),
         ((fn, Rule(Kind.BUILTIN, "a builtin, operator or math function (builtins.HANDLERS)", BuiltinVariable,
                    handler=h)) for fn, h in HANDLERS.items()),
+        ((fn, Rule(Kind.HIGHER_ORDER, "a higher-order op: its callables are traced as subgraphs (vars/hops)",
+                   tracker)) for fn, tracker in HIGHER_ORDER_OPS.items()),
         ((fn, Rule(Kind.BUILTIN, "a read of os.environ: folded, the value guarded (vars/environ.py)", tracker))
          for fn, tracker in ENVIRON_READS.items()),
         ((fn, Rule(Kind.BUILTIN, "a pure query of a type annotation: folded on constant arguments "

@@ -1,0 +1,34 @@
+"""`bytegraph.counters`: process-wide event counts for tooling, as
+`torch._dynamo.utils.counters` is for torch.compile.
+
+A `collections.defaultdict(collections.Counter)`:
+- `counters["graph_break"][reason]`: every graph break taken (a capture ending at a break,
+  or a frame run eagerly because of one), keyed by the reason as `bytegraph.explain` shows
+  it (`BreakReason.reason`);
+- `counters["stats"]["unique_graphs"]`: graphs compiled; `counters["stats"]["calls_captured"]`:
+  the call nodes (`call_function`/`call_method`/`call_module`) in them.
+Counted when a cache entry is installed (a listener of `compiled_function.LISTENERS`), so a
+call that hits an entry costs nothing. Like torch's, `reset()` leaves them alone: clear them
+with `bytegraph.counters.clear()`.
+"""
+from __future__ import annotations
+
+import collections
+
+from .compiled_function import LISTENERS
+
+counters: collections.defaultdict = collections.defaultdict(collections.Counter)
+
+_CALL_OPS = frozenset({"call_function", "call_method", "call_module"})
+
+
+def _count(compiled, entry, graph_break) -> None:
+    if graph_break is not None:
+        counters["graph_break"][graph_break.reason] += 1
+    if entry.graph_module is not None:
+        stats = counters["stats"]
+        stats["unique_graphs"] += 1
+        stats["calls_captured"] += sum(1 for node in entry.graph_module.graph.nodes if node.op in _CALL_OPS)
+
+
+LISTENERS.append(_count)
