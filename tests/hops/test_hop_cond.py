@@ -645,3 +645,26 @@ def test_branch_that_raises_runs_the_cond_eagerly_and_raises():
 
     check(fn, POS(3))
     check(fn, NEG(3))
+
+
+@pytest.mark.parametrize("dynamic", [True, None])
+def test_symbolic_size_predicate_is_one_cond_node_over_sizes(dynamic):
+    """`x.size(0) > 2` of a dynamic size stays symbolic: one cond node takes either branch
+    at run time, so sizes on both sides of 2 share one graph (automatic dynamic: after the
+    first recompile)."""
+    def f(x):
+        return torch.cond(x.size(0) > 2, lambda a: a * 2, lambda a: a - 1, (x,))
+
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm
+
+    compiled = bytegraph.compile(f, backend=backend, fullgraph=True, dynamic=dynamic)
+    for n in (3, 5, 2, 4, 2, 6):
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(compiled(x), f(x))
+    assert len(graphs) == (1 if dynamic else 2)
+    conds = [n for n in graphs[-1].graph.nodes if n.target is torch.ops.higher_order.cond]
+    assert len(conds) == 1 and type(conds[0].args[0]) is torch.fx.Node  # the predicate is computed in the graph

@@ -1,7 +1,8 @@
 """`torch.cond(pred, true_fn, false_fn, operands)` (and `bytegraph.cond`, the same op).
 
 A Python-constant `pred` inlines the chosen branch, as eager `cond` calls it. A tensor
-`pred` makes one `torch.ops.higher_order.cond` node: both branches are traced under one
+`pred`, or a symbolic bool of dynamic sizes (`x.size(0) > 2`, left unspecialized), makes
+one `torch.ops.higher_order.cond` node: both branches are traced under one
 checkpoint (vars/hops/body.py), each into its own subgraph (`cond_true_N`, `cond_false_N`)
 taking the operands' tensors, then the outer values either branch reads (the union, so
 both have one signature); the guards both install are kept (their union). The branches
@@ -35,7 +36,8 @@ class CondVariable(CallableValueVariable):
         bound = _bind(tx, self.describe(), args, kwargs)
         pred, true_fn, false_fn = bound["pred"], bound["true_fn"], bound["false_fn"]
         operands = bound.get("operands")
-        if not pred.is_tensor:  # eager `cond` calls the chosen branch, whatever the operands are
+        symbolic = pred.is_symbolic() and pred.python_type() is bool  # `x.size(0) > 2` of a dynamic size
+        if not pred.is_tensor and not symbolic:  # eager `cond` calls the chosen branch, whatever the operands are
             if not pred.is_python_constant():
                 tx.unsupported(f"{self.describe()} with predicate {pred.describe()}", category="higher-order op",
                                hint="pass a bool or a one-element tensor")
@@ -50,7 +52,7 @@ class CondVariable(CallableValueVariable):
             leaves, spec = flatten(tx, operands, f"the operands of {self.describe()}")
         if spec[0] not in ("tuple", "list"):
             tx.unsupported(f"{self.describe()} with operands that are not a tuple or list", category="higher-order op")
-        if pred.example.numel() != 1:
+        if not symbolic and pred.example.numel() != 1:
             tx.unsupported(f"{self.describe()} with a predicate of {pred.example.numel()} elements",
                            category="higher-order op", hint="the predicate must be a one-element tensor")
         return speculate(tx, self.describe(), lambda: self._capture(tx, pred, true_fn, false_fn, leaves, spec))
