@@ -4,7 +4,9 @@ value, and what to do), and the `recompiles` log topic explains every recompile:
 failing guard of each cache entry the wrapper tried, what the value is now, in user terms.
 
 Every call is also compared with eager; lines that read a guarded value end in a marker
-comment so the tests can find their numbers."""
+comment so the tests can find their numbers. The functions compile with `dynamic=False`, so
+each new value or size is a recompile (automatic dynamic, tests/dynamic, would make a
+changing int or size one symbolic input after its first change)."""
 import os
 import subprocess
 import sys
@@ -34,7 +36,7 @@ def run_calls(fn, arg_tuples, counter=None):
     """Call `fn` eagerly and compiled (one compiled function, no reset) with each tuple in
     turn, comparing every call; returns (compiled function, counter, warnings caught)."""
     counter = counter or CompileCounter()
-    compiled = bytegraph.compile(fn, backend=counter)
+    compiled = bytegraph.compile(fn, backend=counter, dynamic=False)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for i, args in enumerate(arg_tuples):
@@ -113,7 +115,7 @@ def test_limit_on_a_growing_list_whose_length_is_read(limit3):
     HISTORY.clear()
     eager_history = []
     counter = CompileCounter()
-    compiled = bytegraph.compile(uses_history_length, backend=counter)
+    compiled = bytegraph.compile(uses_history_length, backend=counter, dynamic=False)
     x = T(3)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -175,7 +177,7 @@ def calls_helper(x):
 
 def test_log_names_the_line_of_the_inlined_helper(recompile_log, monkeypatch):
     x = T(3)
-    compiled = bytegraph.compile(calls_helper, backend=CompileCounter())
+    compiled = bytegraph.compile(calls_helper, backend=CompileCounter(), dynamic=False)
     assert_same(calls_helper(x), compiled(x), "first call")
     monkeypatch.setitem(globals(), "BIAS", 2.5)
     assert_same(calls_helper(x), compiled(x), "after BIAS = 2.5")
@@ -215,7 +217,7 @@ def test_log_covers_eager_entries_too(recompile_log):
             raise ValueError(f"n={n}")
         return x * n
 
-    compiled = bytegraph.compile(f, backend=CompileCounter())
+    compiled = bytegraph.compile(f, backend=CompileCounter(), dynamic=False)
     x = T(3)
     for n in (2, 3):
         with pytest.raises(ValueError, match=f"n={n}"):
@@ -228,7 +230,7 @@ def test_log_names_the_default_a_parameter_was_filled_from(recompile_log):
     def f(x, k=2):
         return x * k
 
-    compiled = bytegraph.compile(f, backend=CompileCounter())
+    compiled = bytegraph.compile(f, backend=CompileCounter(), dynamic=False)
     x = T(3)
     assert_same(f(x, 5), compiled(x, 5), "explicit k")
     assert_same(f(x), compiled(x), "default k")

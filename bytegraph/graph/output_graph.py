@@ -155,6 +155,10 @@ class OutputGraph:
             setattr(gm, name, body)
         return gm
 
+    def in_subgraph(self) -> bool:
+        """Whether a `subgraph()` (a higher-order op's body) is being traced."""
+        return bool(self._subgraphs)
+
     def lift(self, node: torch.fx.Node) -> torch.fx.Node:
         """`node` of an enclosing graph as seen from the current one: lifted through every
         open subgraph below the graph that owns it."""

@@ -79,6 +79,10 @@ class SymNodeVariable(VariableTracker):
         return [a for a in self.args if isinstance(a, VariableTracker)]
 
     def as_fx_arg(self, tx):
+        if type(self.example) is torch.SymFloat and tx.output.in_subgraph():
+            # higher-order ops take tensors and ints as body inputs, not floats: the body
+            # reads the value, specialized (guarded)
+            return self.as_python_constant()
         node = self.node
         if node is not None:
             return tx.output.lift(node) if node.graph is not tx.output.graph else node

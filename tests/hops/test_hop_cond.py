@@ -668,3 +668,22 @@ def test_symbolic_size_predicate_is_one_cond_node_over_sizes(dynamic):
     assert len(graphs) == (1 if dynamic else 2)
     conds = [n for n in graphs[-1].graph.nodes if n.target is torch.ops.higher_order.cond]
     assert len(conds) == 1 and type(conds[0].args[0]) is torch.fx.Node  # the predicate is computed in the graph
+
+
+def test_a_changing_float_global_read_in_a_branch_is_specialized_not_lifted():
+    """Automatic dynamic makes a changing float global a symbolic input, but torch's cond
+    takes only tensors and ints as body inputs: a branch reads the float specialized, so
+    each value compiles (before: an internal error, the frame run eagerly)."""
+    def fn(x):
+        return bytegraph.cond(x.sum() > 0, lambda a: a * SCALE, lambda a: a / SCALE, (x,))
+
+    global SCALE
+    cfn, counter = compile_counted(fn)
+    x = POS(3)
+    try:
+        for value in (3.0, 5.0, 7.0):
+            SCALE = value
+            torch.testing.assert_close(cfn(x), fn(x))
+    finally:
+        SCALE = 3.0
+    assert counter.frame_count == 3

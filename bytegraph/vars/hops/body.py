@@ -159,7 +159,9 @@ def aliased_outputs(body: Body) -> list:
     an earlier output (a tensor returned as it is, or a view of it)."""
     seen = {}
     for node in [*body.inputs, *(inner for _, inner in body.lifted)]:
-        seen.setdefault(StorageWeakRef(node.meta["example_value"].untyped_storage()), "an input")
+        example = node.meta["example_value"]
+        if isinstance(example, torch.Tensor):  # a lifted SymInt/SymFloat (a dynamic number) has no storage
+            seen.setdefault(StorageWeakRef(example.untyped_storage()), "an input")
     found = []
     for i, example in enumerate(body.examples):
         key = StorageWeakRef(example.untyped_storage())
@@ -209,6 +211,13 @@ def emit(tx, target, args: tuple, examples: list, spec, kind: str = "call_functi
         item.meta["example_value"] = example
         leaves.append(TensorVariable(item, example))
     return unflatten(spec, iter(leaves))
+
+
+def needs_grad(node) -> bool:
+    """Whether graph value `node` is a tensor requiring grad (a lifted SymInt/SymFloat, a
+    dynamic number, never does)."""
+    example = node.meta["example_value"] if isinstance(node, torch.fx.Node) else None
+    return isinstance(example, torch.Tensor) and example.requires_grad
 
 
 def fresh_fake(example, requires_grad: bool, batch: int | None = None):

@@ -20,7 +20,7 @@ import torch
 
 from ... import control_flow
 from ..base import CallableValueVariable
-from .body import (aliased_outputs, body_graph, describe_spec, differentiable, emit, flatten, fresh_fake,
+from .body import (aliased_outputs, body_graph, describe_spec, differentiable, emit, flatten, fresh_fake, needs_grad,
                    lifted_union, speculate, trace_body, unflatten)
 
 COND_OP = torch.ops.higher_order.cond
@@ -74,8 +74,7 @@ class CondVariable(CallableValueVariable):
         false_name = output.add_submodule("cond_false", body_graph(false_body, extra, copies[1]))
         graph = output.graph
         operands = tuple(leaf.as_fx_arg(tx) for leaf in leaves) + tuple(output.lift(n) for n in extra)
-        grad = output.grad_enabled and any(
-            a.meta["example_value"].requires_grad for a in operands if isinstance(a, torch.fx.Node))
+        grad = output.grad_enabled and any(needs_grad(a) for a in operands)
         outs = [fresh_fake(e, grad and differentiable(e)) for e in true_body.examples]
         args = (pred.as_fx_arg(tx), graph.get_attr(true_name), graph.get_attr(false_name), operands)
         return emit(tx, COND_OP, args, outs, true_body.spec)

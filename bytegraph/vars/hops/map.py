@@ -15,7 +15,7 @@ import torch
 
 from ..base import CallableValueVariable
 from ..containers import TupleVariable
-from .body import body_graph, differentiable, emit, flatten, fresh_fake, speculate, trace_body, unflatten
+from .body import body_graph, differentiable, emit, flatten, fresh_fake, needs_grad, speculate, trace_body, unflatten
 
 MAP_OP = torch.ops.higher_order.map_impl
 
@@ -58,7 +58,7 @@ class MapVariable(CallableValueVariable):
         name = output.add_submodule("map_body", body_graph(body, extra))
         xs_nodes = [leaf.as_fx_arg(tx) for leaf in xs_leaves]
         pos_nodes = [leaf.as_fx_arg(tx) for leaf in arg_leaves] + [output.lift(node) for node in extra]
-        grad = output.grad_enabled and any(node.meta["example_value"].requires_grad for node in xs_nodes + pos_nodes)
+        grad = output.grad_enabled and any(needs_grad(node) for node in xs_nodes + pos_nodes)
         outs = [fresh_fake(e, grad and differentiable(e), batch) for e in body.examples]
         return emit(tx, MAP_OP, (output.graph.get_attr(name), xs_nodes, pos_nodes), outs, body.spec)
 
