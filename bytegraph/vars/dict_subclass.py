@@ -34,7 +34,7 @@ from .constant import ConstantVariable
 from .container_subclass import BaseContainerMethodVariable
 from .containers import DictVariable
 from .dict_keys import key_tracker, reconstruct_map
-from .objects import DELETED, NewObjectVariable
+from .objects import NewObjectVariable
 
 _DICT_BASES = (collections.OrderedDict, dict)
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
@@ -214,11 +214,7 @@ class DictObjectVariable(NewObjectVariable):
         cg.load_const(type(self.value))
         cg.load_const(self.dict_part.dict_type)
         reconstruct_map(cg, self.dict_part.items)
-        names = [n for n, v in self.attrs.items() if not isinstance(n, tuple) and v is not DELETED]
-        for name in names:
-            cg.reconstruct(self.attrs[name])
-        cg.build("BUILD_TUPLE", len(names))
-        cg.load_const(tuple(names))
+        self.load_instance_dict(cg)
         cg.call(5)
 
     def describe(self) -> str:

@@ -346,12 +346,17 @@ class NewObjectVariable(UserObjectVariable):
         cg.push_null()
         cg.load_const(_new_object)
         cg.load_const(type(self.value))
-        names = [n for n, v in self.attrs.items() if v is not _DELETED]
+        self.load_instance_dict(cg)
+        cg.call(3)
+
+    def load_instance_dict(self, cg) -> None:
+        """Push the final instance dict as two arguments: the tuple of values, then the
+        tuple of names (deleted attributes and delete-first markers left out)."""
+        names = [n for n, v in self.attrs.items() if not isinstance(n, tuple) and v is not _DELETED]
         for name in names:
             cg.reconstruct(self.attrs[name])
         cg.build("BUILD_TUPLE", len(names))
         cg.load_const(tuple(names))
-        cg.call(3)
 
     def describe(self) -> str:
         return f"new object of type {type(self.value).__qualname__}"
