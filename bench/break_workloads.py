@@ -60,5 +60,5 @@ def _build_break() -> Case:
     return Case(depth5_break, _inputs((16, 16)))
 
 
-RATIO_CHECKS = [("depth5_break", "depth5_nobreak", 1.5,
+RATIO_CHECKS = [("capture_ms", "depth5_break", "depth5_nobreak", 1.5,
                  "bytegraph capture with one break at call depth 5 / without the break")]

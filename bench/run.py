@@ -50,9 +50,12 @@ RESULTS_PATH = Path(__file__).resolve().parent / "results" / "latest.json"
 
 @dataclass(frozen=True)
 class System:
+    """`graphs()`: how many graphs the system compiled so far (its own counters)."""
+
     name: str
     compile: Callable[[Callable[..., Any]], Callable[..., Any]]
     reset: Callable[[], None]
+    graphs: Callable[[], int]
 
 
 def _torch_reset() -> None:
@@ -61,9 +64,16 @@ def _torch_reset() -> None:
     torch._dynamo.reset()
 
 
+def _torch_graphs() -> int:
+    from torch._dynamo.utils import counters
+
+    return counters["stats"]["unique_graphs"]
+
+
 SYSTEMS = (
-    System("bytegraph", lambda fn: bytegraph.compile(fn, backend="eager"), lambda: bytegraph.reset()),
-    System("torch.compile", lambda fn: torch.compile(fn, backend="eager"), _torch_reset),
+    System("bytegraph", lambda fn: bytegraph.compile(fn, backend="eager"), lambda: bytegraph.reset(),
+           lambda: bytegraph.counters["stats"]["unique_graphs"]),
+    System("torch.compile", lambda fn: torch.compile(fn, backend="eager"), _torch_reset, _torch_graphs),
 )
 
 
@@ -76,6 +86,7 @@ class Measurement:
     error: str | None = None
     traceback: str | None = None
     compiled: Callable[..., Any] | None = None
+    graphs: int | None = None  # graphs the last capture compiled (0: it ran eagerly)
     case: Case | None = None  # what `compiled` was captured on, reused for per-call timing
 
     @property
@@ -116,10 +127,12 @@ def _capture_once(system: System, work: Workload, expected: Any, m: Measurement)
     gc.collect()
     system.reset()
     compiled = system.compile(case.fn)
+    graphs = system.graphs()
     with torch.set_grad_enabled(case.grad):
         start = time.perf_counter()
         out = compiled(*case.args, **case.kwargs)
         m.capture_ms_samples.append((time.perf_counter() - start) * 1e3)
+    m.graphs = system.graphs() - graphs
     try:
         torch.testing.assert_close(case.comparable(out), expected)
     except AssertionError as exc:
@@ -223,6 +236,7 @@ def run_workload(work: Workload, captures: int | None, rounds: int, max_calls: i
             "per_call_us": m.per_call_us,
             "per_call_us_rounds": m.per_call_us_rounds,
             "overhead_us": _paired_overhead(m.per_call_us_rounds, eager_rounds),
+            "graphs": m.graphs,
             "error": m.error,
             "traceback": m.traceback,
         }
@@ -236,11 +250,15 @@ def run_workload(work: Workload, captures: int | None, rounds: int, max_calls: i
 def _headers(capture_target: float, overhead_target: float) -> tuple[str, ...]:
     return ("workload", "eager µs",
             "bg capt ms", "tc capt ms", "ratio", f"≤{capture_target}",
-            "bg ovh µs", "tc ovh µs", "ratio", f"≤{overhead_target}")
+            "bg ovh µs", "tc ovh µs", "ratio", f"≤{overhead_target}", "graphs bg/tc")
 
 
 def _cell(value: float | None, fmt: str) -> str:
     return "ERROR" if value is None else format(value, fmt)
+
+
+def _count_cell(count: int | None) -> str:
+    return "-" if count is None else str(count)
 
 
 def _ratio_cell(ratio: float | None) -> str:
@@ -277,6 +295,7 @@ def _format_group(rows: list[dict[str, Any]], headers: tuple[str, ...], errors: 
             _ratio_cell(row["capture_ms_ratio"]), row["capture_ms_verdict"],
             _cell(bg["overhead_us"], ".1f"), _cell(tc["overhead_us"], ".1f"),
             _ratio_cell(row["overhead_us_ratio"]), row["overhead_us_verdict"],
+            f"{_count_cell(bg.get('graphs'))}/{_count_cell(tc.get('graphs'))}",
         ])
         errors += [f"  {row['name']} / {name}: {s['error']}" for name, s in row["systems"].items() if s["error"]]
     widths = [max(len(cells[i]) for cells in table) for i in range(len(headers))]
@@ -285,17 +304,22 @@ def _format_group(rows: list[dict[str, Any]], headers: tuple[str, ...], errors: 
 
 
 def _ratio_checks(rows: list[dict[str, Any]]) -> list[str]:
-    """bytegraph-only targets relating two workloads' capture times (e.g. break cost)."""
-    from bench.break_workloads import RATIO_CHECKS
+    """bytegraph-only targets relating two workloads' numbers (e.g. break cost, dynamic shapes):
+    (metric, numerator workload, denominator workload, target, label)."""
+    from bench import break_workloads, dynamic_workloads
 
-    by_name = {row["name"]: row["systems"]["bytegraph"]["capture_ms"] for row in rows}
+    by_name = {row["name"]: row["systems"]["bytegraph"] for row in rows}
     lines = []
-    for numerator, denominator, target, label in RATIO_CHECKS:
-        a, b = by_name.get(numerator), by_name.get(denominator)
+    for metric, numerator, denominator, target, label in break_workloads.RATIO_CHECKS + dynamic_workloads.RATIO_CHECKS:
+        a, b = (by_name.get(numerator) or {}).get(metric), (by_name.get(denominator) or {}).get(metric)
         if a is None or b is None:
             continue
+        unit = "ms" if metric == "capture_ms" else "µs"
+        if b <= 0:
+            lines.append(f"{label}: {a:.2f} / {b:.2f} {unit}: not measurable (the denominator is within noise)")
+            continue
         ratio = a / b
-        lines.append(f"{label}: {a:.2f} / {b:.2f} ms = {ratio:.2f} (target ≤ {target}) "
+        lines.append(f"{label}: {a:.2f} / {b:.2f} {unit} = {ratio:.2f} (target ≤ {target}) "
                      f"{'PASS' if ratio <= target else 'FAIL'}")
     return ["", *lines] if lines else []
 

@@ -18,11 +18,14 @@ in-place ops that need grad). A result that requires grad gets autograd history 
 fake tensors never run backward, and each input costs a device query): it is a
 non-leaf like the op's real result, so `requires_grad`, `is_leaf`, `grad_fn is None`
 and later in-place ops behave the same. Everything else dispatches for real.
+
+Under symbolic sizes (graph/shapes.py) the same memo answers, Note [Symbolic memo].
 """
 from __future__ import annotations
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
+from torch.fx.experimental.sym_node import SymNode
 
 _CONSTANT_TYPES = frozenset({int, float, bool, str, type(None), torch.dtype, torch.device, torch.layout,
                              torch.memory_format, type(Ellipsis)})
@@ -37,24 +40,60 @@ class _NotMemoizable(Exception):
     pass
 
 
-def _key_of(x):
+# Note [Symbolic memo]
+# With a ShapeEnv, a symbolic op's result is a function of the op, its arguments' metadata
+# as expressions over the input symbols (sizes, strides, SymInt arguments: `node.expr`,
+# replacements applied), and the ShapeEnv's facts: the symbols' hints and ranges, the
+# replacements, the guards so far (`Shapes.state_token`, which interns them). A key with a
+# symbolic part carries that token, so an answer is only reused in the same state (in a
+# later capture of the same function, or anywhere the facts are the same). A run of the
+# kernel that changed the ShapeEnv (added a guard, refined a range) is not remembered
+# (`Shapes.version` before and after differ): an answer replays no facts, so only an op
+# that adds none may have one. A symbolic result is rebuilt with SymInts over the same
+# expressions and hints, which is what the kernel's own SymInt arithmetic makes.
+_SYMBOLIC = object()  # marks a key part holding expressions (the key then needs the state token)
+
+
+def _size_key(s):
+    t = type(s)
+    if t is int:
+        return s
+    if t is torch.SymInt:
+        return (_SYMBOLIC, s.node.expr)
+    raise _NotMemoizable
+
+
+def _key_of(x, symbolic: list):
     t = type(x)
     if t is FakeTensor:
+        if x._has_symbolic_sizes_strides:
+            symbolic.append(True)
+            return (t, tuple(map(_size_key, x.shape)), tuple(map(_size_key, x.stride())),
+                    _size_key(x.storage_offset()), x.dtype, x.device, x.requires_grad)
         return (t, tuple(x.shape), x.stride(), x.storage_offset(), x.dtype, x.device, x.requires_grad)
     if t in _CONSTANT_TYPES:
         return (t, x)
     if t is tuple or t is list or t is torch.Size:
-        return (t, tuple(_key_of(i) for i in x))
+        return (t, tuple(_key_of(i, symbolic) for i in x))
     if t is slice:
-        return (t, _key_of(x.start), _key_of(x.stop), _key_of(x.step))
+        return (t, _key_of(x.start, symbolic), _key_of(x.stop, symbolic), _key_of(x.step, symbolic))
+    if t is torch.SymInt or t is torch.SymFloat or t is torch.SymBool:
+        symbolic.append(True)
+        return (t, x.node.expr)
     raise _NotMemoizable
 
 
-def memo_key(kind: str, target, args: tuple, kwargs: dict):
-    """The memo key of a call, or None when the call is not memoizable."""
+def memo_key(kind: str, target, args: tuple, kwargs: dict, shapes=None):
+    """The memo key of a call, or None when the call is not memoizable; `shapes` is the
+    capture's `Shapes` (graph/shapes.py) if it has symbolic values."""
+    symbolic: list = []
     try:
-        key = (kind, target, _key_of(args), tuple((k, _key_of(v)) for k, v in kwargs.items()),
+        key = (kind, target, _key_of(args, symbolic), tuple((k, _key_of(v, symbolic)) for k, v in kwargs.items()),
                torch.get_default_dtype(), torch.is_grad_enabled())
+        if symbolic:
+            if shapes is None:
+                return None
+            key = (key, shapes.state_token())
         hash(key)
     except _NotMemoizable:
         return None
@@ -78,6 +117,9 @@ class _FreshResult(torch.autograd.Function):
 
 def _allocate(fake_mode, spec) -> FakeTensor:
     shape, stride, dtype, device, _ = spec
+    if type(shape) is _SymbolicSizes:
+        env = fake_mode.shape_env
+        shape, stride = shape.rebuild(env), stride.rebuild(env)
     with torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEYS):
         meta = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
     return FakeTensor(fake_mode, meta, device)
@@ -116,10 +158,41 @@ def lookup(fake_mode, key, args: tuple, kwargs: dict) -> FakeTensor | None:
 
 def remember(key, args: tuple, kwargs: dict, result) -> None:
     """Record `result`'s metadata if it is memoizable (see the module docstring)."""
-    if type(result) is not FakeTensor or result.storage_offset() != 0 or (result.requires_grad and result.is_leaf):
+    if type(result) is not FakeTensor or (result.requires_grad and result.is_leaf):
+        return
+    offset = result.storage_offset()
+    if type(offset) is not int or offset != 0:  # never a SymInt's bool (that would guard)
         return
     if result._is_view() and not torch.is_grad_enabled():
         return
     if any(torch._C._is_alias_of(result, a) for a in _arguments(args, kwargs)):
         return
-    _memo[key] = (tuple(result.shape), result.stride(), result.dtype, result.device, result.requires_grad)
+    if result._has_symbolic_sizes_strides:
+        shape, stride = _SymbolicSizes.of(result.shape), _SymbolicSizes.of(result.stride())
+        if shape is None or stride is None:
+            return
+    else:
+        shape, stride = tuple(result.shape), result.stride()
+    _memo[key] = (shape, stride, result.dtype, result.device, result.requires_grad)
+
+
+class _SymbolicSizes(tuple):
+    """Sizes (or strides) of a symbolic result as ints and (expression, hint) pairs."""
+
+    @classmethod
+    def of(cls, sizes) -> "_SymbolicSizes | None":
+        """The sizes remembered, or None when one is not over backed input symbols."""
+        items = []
+        for s in sizes:
+            if type(s) is int:
+                items.append(s)
+                continue
+            node = s.node
+            hint = node._hint
+            if type(s) is not torch.SymInt or type(hint) is not int:
+                return None
+            items.append((node.expr, hint))
+        return cls(items)
+
+    def rebuild(self, env) -> list:
+        return [s if type(s) is int else torch.SymInt(SymNode(s[0], env, int, s[1])) for s in self]

@@ -329,13 +329,15 @@ class OutputGraph:
     def _run_fake(self, tx, kind, target, args, kwargs):
         """Run the op on fake values (inside `tracing()`, so the fake mode is active)."""
         trace = self.autocast
-        key = fake_memo.memo_key(kind, target, args, kwargs) if trace is None or not trace.state.enabled else None
+        shapes = self.shapes
+        key = fake_memo.memo_key(kind, target, args, kwargs, shapes) \
+            if trace is None or not trace.state.enabled else None
         if key is not None:
             cached = fake_memo.lookup(self.fake_mode, key, args, kwargs)
             if cached is not None:
                 return cached
-        shapes = self.shapes
         before = len(shapes.env.guards) if shapes is not None else 0
+        version = shapes.version() if shapes is not None and key is not None else None
         try:
             if kind == "call_method":
                 result = getattr(args[0], target)(*args[1:], **kwargs)
@@ -351,7 +353,9 @@ class OutputGraph:
             # no traced handler may catch it; the frame runs eagerly instead.
             raise UserCodeRaisesError(f"{_op_name(kind, target)} raises {type(e).__name__}: {e}",
                                       tx.location()) from e
-        if key is not None:  # outside the `try`: an error here is bytegraph's, not the user's
+        # Outside the `try`: an error here is bytegraph's, not the user's. A run that taught the
+        # ShapeEnv a fact is not remembered (Note [Symbolic memo]).
+        if key is not None and (version is None or shapes.version() == version):
             fake_memo.remember(key, args, kwargs, result)
         if shapes is not None and len(shapes.env.guards) > before:
             shapes.locate(before, tx.guard_location())

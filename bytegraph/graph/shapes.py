@@ -127,13 +127,31 @@ class _TorchSource(torch._guards.Source):
         return torch._guards.GuardSource.LOCAL
 
 
+class _CountingShapeEnv(ShapeEnv):
+    """torch's ShapeEnv, also counting refinements of symbol ranges (its own version counter
+    follows replacements, divisibility facts and runtime asserts, not ranges)."""
+
+    range_updates = 0
+
+    def _update_var_to_range(self, *args, **kwargs):
+        self.range_updates += 1
+        return super()._update_var_to_range(*args, **kwargs)
+
+
+# Facts interned by content (Note [Symbolic memo] in graph/fake_memo.py): one small int per
+# distinct ShapeEnv state, so memo keys hash and compare it cheaply.
+_STATE_TOKENS: dict = {}
+
+
 class Shapes:
     """The ShapeEnv of one capture, made when the first symbolic value is (Note [Symbolic sizes])."""
 
-    __slots__ = ("env", "locations", "int_symbols")
+    __slots__ = ("env", "locations", "int_symbols", "_token_version", "_token")
 
     def __init__(self, fake_mode):
-        self.env = ShapeEnv(allow_scalar_outputs=False, allow_dynamic_output_shape_ops=False)
+        self.env = _CountingShapeEnv(allow_scalar_outputs=False, allow_dynamic_output_shape_ops=False)
+        self._token_version = None
+        self._token = None
         fake_mode.shape_env = self.env  # fakes made so far are static; ops mix both
         fake_mode.static_shapes = False  # `fake_inputs.fake_input` asks for static ones explicitly
         fake_mode.cache_enabled = False
@@ -154,6 +172,26 @@ class Shapes:
         if type(value) is float:
             return env.create_symfloatnode(symbol, hint=value, source=tsource)
         return env.create_symintnode(symbol, hint=value, source=tsource)
+
+    def version(self) -> tuple:
+        """Changes whenever the ShapeEnv learns a fact (a symbol, guard, range, replacement,
+        divisibility or runtime assert)."""
+        env = self.env
+        return (len(env.guards), len(env.var_to_range), env.range_updates, env._version_counter,
+                env._replacements_version_counter, len(env.axioms), len(env.backed_var_to_val),
+                len(env.size_like))
+
+    def state_token(self) -> int:
+        """The ShapeEnv's facts, interned: equal tokens, equal facts (Note [Symbolic memo])."""
+        version = self.version()
+        if version != self._token_version:
+            env = self.env
+            facts = (tuple(env.backed_var_to_val.items()), tuple(env.var_to_range.items()),
+                     tuple(env.replacements.items()), tuple(g.expr for g in env.guards),
+                     tuple(env.divisible), tuple(env.size_like), env.settings)
+            self._token = _STATE_TOKENS.setdefault(facts, len(_STATE_TOKENS))
+            self._token_version = version
+        return self._token
 
     def locate(self, before: int, location: str) -> None:
         """The ShapeEnv guards added since it had `before` come from user line `location`."""

@@ -1,0 +1,170 @@
+"""The fake-result memo under symbolic sizes (Note [Symbolic memo] in graph/fake_memo.py).
+
+A second capture of a function, in a fresh compiled function, answers symbolic ops from the
+memo; it must produce exactly the graph and the guard function the first capture (with an
+empty memo) produced, since an answer may not drop a fact the ShapeEnv would have learned,
+and the compiled function must then agree with eager on sizes the capture never saw
+(including sizes a dropped guard would have rejected).
+"""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import bytegraph
+from bytegraph.graph import fake_memo, shapes
+from helpers import assert_same
+
+torch.manual_seed(0)
+_MLP = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 8))
+_CONV = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.Conv2d(4, 2, 3, stride=2))
+_NORM = nn.LayerNorm(8)
+_W = torch.randn(8, 8)
+
+
+def attention(x):
+    b, t, d = x.shape
+    h = (x.reshape(b * t, d) @ _W).relu().view(b, t, d)
+    scores = h @ h.transpose(1, 2) / math.sqrt(d)
+    mask = torch.ones(t, t).tril() == 0
+    out = scores.masked_fill(mask, float("-inf")).softmax(-1) @ h
+    return out[:, : t // 2].sum(1) + torch.arange(d) * b
+
+
+def mlp_norm(x):
+    return _MLP(x) + _NORM(x).relu()
+
+
+def conv(x):
+    return _CONV(x).flatten(1).sum(-1)
+
+
+def heads(x):
+    b, t, d = x.shape
+    q = x.view(b, t, 2, d // 2).transpose(1, 2)
+    return F.scaled_dot_product_attention(q, q, q, is_causal=True).transpose(1, 2).reshape(b, t, d)
+
+
+def shape_arithmetic(x):
+    b, t = x.shape[0], x.shape[1]
+    y = torch.cat([x, x[:, : t - 1]], dim=1)
+    return y.reshape(b, -1).sum(-1) * (t + 1) + x.new_zeros(b).fill_(t)
+
+
+def training_step(x):
+    loss = (_MLP(x) ** 2).mean()
+    return loss
+
+
+CASES = {
+    "attention": (attention, lambda b, t: torch.randn(b, t, 8), [0, 1], [(3, 5), (2, 9), (6, 2)]),
+    "mlp_norm": (mlp_norm, lambda b, t: torch.randn(b, t, 8), [0, 1], [(5, 3), (2, 2), (7, 4)]),
+    "conv": (conv, lambda b, t: torch.randn(b, 3, t, t), [0, 2, 3], [(3, 7), (2, 5), (4, 10)]),
+    "heads": (heads, lambda b, t: torch.randn(b, t, 8), [0, 1], [(3, 4), (2, 7)]),
+    "shape_arithmetic": (shape_arithmetic, lambda b, t: torch.randn(b, t, 3), [0, 1], [(2, 6), (5, 3)]),
+}
+
+
+def _capture(fn, x, dims):
+    x = x.clone()
+    bytegraph.mark_dynamic(x, dims)
+    compiled = bytegraph.compile(fn, backend="eager")
+    compiled(x)
+    (entry,) = compiled.__bg_compiled__.entries
+    assert entry.kind == "compiled", entry.reason
+    return compiled, entry.guards.source, entry.graph_module.code
+
+
+@pytest.fixture
+def empty_memo(monkeypatch):
+    monkeypatch.setattr(fake_memo, "_memo", {})
+    monkeypatch.setattr(shapes, "_STATE_TOKENS", {})
+
+
+@pytest.fixture
+def symbolic_answers(monkeypatch):
+    """How many memo answers had symbolic sizes."""
+    count = [0]
+    allocate = fake_memo._allocate
+
+    def counting(fake_mode, spec):
+        if isinstance(spec[0], fake_memo._SymbolicSizes):
+            count[0] += 1
+        return allocate(fake_mode, spec)
+
+    monkeypatch.setattr(fake_memo, "_allocate", counting)
+    return count
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_memo_answers_give_the_same_graph_and_guards(name, empty_memo, symbolic_answers):
+    fn, make, dims, later = CASES[name]
+    x = make(4, 6)
+    _, cold_guards, cold_graph = _capture(fn, x, dims)
+    cold_answers = symbolic_answers[0]
+    compiled, warm_guards, warm_graph = _capture(fn, x, dims)
+    assert symbolic_answers[0] > cold_answers, "the second capture answered no symbolic op from the memo"
+    assert warm_graph == cold_graph
+    assert warm_guards == cold_guards
+    for size in later:
+        y = make(*size)
+        assert_same(fn(y), compiled(y), where=f"output at {tuple(y.shape)}")
+    assert len(compiled.__bg_compiled__.entries) == 1 + sum(  # a size 1 or 0 recompiles, as without the memo
+        1 for size in later if min(size) < 2)
+
+
+def test_grad_results_rebuilt_from_the_memo(empty_memo, symbolic_answers):
+    x = torch.randn(4, 6, 8)
+    _, cold_guards, cold_graph = _capture(training_step, x, [0, 1])
+    compiled, warm_guards, warm_graph = _capture(training_step, x, [0, 1])
+    assert symbolic_answers[0] > 0
+    assert (warm_graph, warm_guards) == (cold_graph, cold_guards)
+    y = torch.randn(3, 5, 8)
+    expected = training_step(y)
+    expected.backward()
+    grads = [p.grad.clone() for p in _MLP.parameters()]
+    _MLP.zero_grad()
+    actual = compiled(y)
+    actual.backward()
+    assert_same(expected, actual)
+    for g, p in zip(grads, _MLP.parameters()):
+        assert_same(g, p.grad, where="parameter grad")
+    _MLP.zero_grad()
+
+
+def test_a_run_that_adds_a_guard_is_not_remembered(empty_memo):
+    def regroup(x):
+        return x.t().reshape(-1, 3)  # a copy (not a view of x) that guards the size divisible by 3
+
+    x = torch.randn(4, 6)
+    compiled, cold_guards, _ = _capture(regroup, x, [0, 1])
+    assert "% 3" in cold_guards, cold_guards
+    compiled, warm_guards, _ = _capture(regroup, x, [0, 1])
+    assert warm_guards == cold_guards
+    y = torch.randn(5, 4)  # 20 is not divisible by 3: eager raises, and so must the compiled call
+    with pytest.raises(RuntimeError) as eager_error:
+        regroup(y)
+    with pytest.raises(RuntimeError) as compiled_error:
+        compiled(y)
+    assert str(compiled_error.value) == str(eager_error.value)
+
+
+def test_an_answer_is_only_reused_in_the_same_shape_facts(empty_memo):
+    def regroup_twice(x):
+        first = x.t().reshape(-1, 3)  # learns that the size is divisible by 3
+        return first + x.t().reshape(-1, 3)  # the same op, now adding no guard: remembered
+
+    def regroup(x):
+        return x.t().reshape(-1, 3)  # without that fact: must not take the answer above
+
+    x = torch.randn(4, 6)
+    _capture(regroup_twice, x, [0, 1])
+    compiled, guards, _ = _capture(regroup, x, [0, 1])
+    assert "% 3" in guards, guards
+    with pytest.raises(RuntimeError) as eager_error:
+        regroup(torch.randn(5, 4))
+    with pytest.raises(RuntimeError) as compiled_error:
+        compiled(torch.randn(5, 4))
+    assert str(compiled_error.value) == str(eager_error.value)
