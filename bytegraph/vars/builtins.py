@@ -15,6 +15,8 @@ import operator
 import sys
 import types
 
+import torch
+
 
 from ..guards.sources import ObjectSource
 from ..hints import graph_break
@@ -481,12 +483,27 @@ def _any_all(tx, fn, args, kwargs):
     return ConstantVariable(not stop)
 
 
+# One-argument functions of a symbolic number that torch keeps symbolic (its `torch._sym_*`
+# math functions, `sym_float`, and the rounding functions SymFloat implements); the graph
+# (or residual code) calls the value on the right.
+_SYMBOLIC_FUNCTIONS = {
+    **{getattr(math, name): getattr(torch, f"_sym_{name}")
+       for name in ("sqrt", "cos", "cosh", "sin", "sinh", "tan", "tanh", "asin", "acos", "atan", "log2")},
+    math.floor: math.floor, math.ceil: math.ceil, math.trunc: math.trunc, builtins.float: torch.sym_float,
+}
+
+
 @handles(builtins.int, builtins.float, builtins.complex, builtins.str, builtins.repr, builtins.round,
          builtins.divmod, builtins.pow, builtins.chr, builtins.ord, builtins.hash, builtins.format,
          builtins.hex, builtins.oct, builtins.bin, builtins.ascii, *(
              getattr(math, name) for name in dir(math) if callable(getattr(math, name))
              and name != "prod"))  # math.prod: vars/polyfills/math.py
 def _folded(tx, fn, args, kwargs):
+    sym_fn = _SYMBOLIC_FUNCTIONS.get(fn)
+    if sym_fn is not None and len(args) == 1 and not kwargs and args[0].is_symbolic():
+        result = symbolic_operator(tx, sym_fn, args)  # stays symbolic: no guard on the value
+        if result is not None:
+            return result
     if (fn is builtins.str or fn is builtins.repr) and len(args) == 1 and isinstance(args[0], ExceptionVariable):
         return args[0].str_impl(tx, fn)
     if (fn is builtins.str or fn is builtins.repr) and len(args) == 1 and is_user_instance(args[0]):

@@ -2,6 +2,7 @@
 agree with eager on every call. The counter (a global, a closure cell, an object or
 module attribute, a default, a module buffer) changes on each call and reaches tensor
 arithmetic or the return value: after its first change it is a graph input."""
+import math
 import types
 
 import pytest
@@ -75,13 +76,36 @@ def dict_counter(x):
     return x * history["calls"]
 
 
+def global_counter_through_math(x):
+    global step
+    step += 1
+    return x * math.sqrt(step) + math.floor(step / 3) - math.cos(step / 10)
+
+
+def global_counter_as_float(x):
+    global step
+    step += 1
+    return x * float(step) + math.ceil(step * 0.7)
+
+
+def warmup_schedule(x):
+    global step
+    step += 1
+    return x * (lr * min(step, 5) / 5)  # linear warm-up over 5 steps, then flat
+
+
 GLOBAL_FUNCTIONS = [global_counter, global_counter_returned, global_counter_in_helper, global_float_decay,
-                    dict_counter]
+                    dict_counter, global_counter_through_math, global_counter_as_float]
 
 
 @pytest.mark.parametrize("fn", GLOBAL_FUNCTIONS, ids=lambda f: f.__name__)
 def test_global_counter_compiles_at_most_twice(fn):
     check_calls(fn, _calls(3), max_graphs=2, reset=_reset_globals, state=_globals_state)
+
+
+def test_warmup_schedule_recompiles_once_when_the_warm_up_ends():
+    # min() guards which argument is smaller, not the value: static, symbolic, then past step 5
+    check_calls(warmup_schedule, _calls(3), max_graphs=3, reset=_reset_globals, state=_globals_state)
 
 
 def test_global_counter_used_as_slice_bound_guards_the_slice():
