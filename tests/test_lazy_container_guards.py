@@ -239,7 +239,7 @@ def test_length_read_does_not_guard_the_items():
     assert counter.frame_count == 2
 
 
-def test_truth_of_an_outer_list_is_guarded():
+def test_truth_of_an_outer_list_guards_whether_it_is_empty():
     def make():
         log = []
 
@@ -252,7 +252,42 @@ def test_truth_of_an_outer_list_is_guarded():
             return out
         return f, lambda: list(log)
 
-    assert run_calls(make, calls=4).frame_count == 4
+    # empty on the first call, not empty from then on: two graphs (a stale one would take
+    # the other branch), not one per length
+    assert run_calls(make, calls=4).frame_count == 2
+
+
+def test_truth_after_an_append_in_the_trace_needs_no_guard():
+    def make():
+        log = []
+
+        def f(x):
+            log.append(1)
+            if log:  # not empty, whatever it held before the append
+                return x + 1
+            return x - 1
+        return f, lambda: list(log)
+
+    assert run_calls(make, calls=6).frame_count == 1
+
+
+def test_emptiness_guard_is_one_clause_per_state():
+    log = []
+
+    def f(x):
+        return x + 1 if log else x - 1
+
+    compiled = bytegraph.compile(f, backend="eager")
+    x = torch.zeros(2)
+    assert_same(f(x), compiled(x), "empty log")
+    (entry,) = compiled.__bg_compiled__.entries
+    assert "len(" in entry.guards.source and ") == 0" in entry.guards.source
+    log.append(1)
+    assert_same(f(x), compiled(x), "log with an item")
+    assert len(compiled.__bg_compiled__.entries) == 2
+    log.append(2)
+    assert_same(f(x), compiled(x), "log with two items")
+    assert len(compiled.__bg_compiled__.entries) == 2
 
 
 def test_item_read_after_append_sees_old_items_then_the_tail():

@@ -20,6 +20,7 @@ class GuardKind(enum.Enum):
     TYPE_MATCH = "type"
     ID_MATCH = "identity"
     LEN_MATCH = "length"
+    NONEMPTY = "emptiness"       # expected: whether the container is non-empty (its truth, not its length)
     DICT_KEYS = "dict keys"
     NOT_PRESENT = "absent"
     PRESENT = "present"
@@ -95,6 +96,8 @@ class Guard:
             return f"{s} is {bind(self.expected)}"
         if k is GuardKind.LEN_MATCH:
             return f"len({s}) == {self.expected!r}"
+        if k is GuardKind.NONEMPTY:
+            return f"len({s}) {'>' if self.expected else '=='} 0"
         if k is GuardKind.DICT_KEYS:
             return f"list({s}) == {bind(list(self.expected))}"
         if k is GuardKind.NOT_PRESENT:
@@ -139,6 +142,8 @@ class Guard:
             return f"{what} is the same object ({_short_repr(self.expected)})"
         if k is GuardKind.LEN_MATCH:
             return f"len({what}) == {self.expected}"
+        if k is GuardKind.NONEMPTY:
+            return f"{what} is {'not ' if self.expected else ''}empty"
         if k is GuardKind.DICT_KEYS:
             return f"keys of {what} == {list(self.expected)!r}"
         if k is GuardKind.NOT_PRESENT:

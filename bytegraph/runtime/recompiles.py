@@ -108,6 +108,12 @@ def _now(guard, observed) -> str:
             return f", but it is {len(observed)}"
         except TypeError:
             return f", but it is a {type(observed).__qualname__}"
+    if kind is GuardKind.NONEMPTY:
+        try:
+            n = len(observed)
+            return f", but it has {n} item{'' if n == 1 else 's'}"
+        except TypeError:
+            return f", but it is a {type(observed).__qualname__}"
     if kind is GuardKind.DICT_KEYS:
         try:
             return f", but they are {_short(list(observed))}"

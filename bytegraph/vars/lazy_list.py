@@ -6,7 +6,8 @@ A list from outside is guarded by its type when it is wrapped, and by nothing el
 the trace needs more: appends and extends of a list the trace never read are kept as a
 pending tail and replayed as `src.extend([...])`, so a function (or a module hook) that
 only appends to an outer log compiles once however long the log grows. Reading its
-length (`len`, truth) guards the length only; anything else that reads it (an item,
+length (`len`) guards the length only, its truth (`if log:`) whether it is empty only (and
+nothing after an append in the trace: it is not empty whatever it held); anything else that reads it (an item,
 iteration, `in`, `==`, a copy, an in-place change other than an append: every access
 of `items`) *realizes* it: its length is guarded, its items are wrapped (and guarded)
 through `src[i]`, and the pending tail is put after them; from then on it is a plain
@@ -35,7 +36,7 @@ def _extend(lst, new) -> None:
 class LazyListVariable(ListVariable):
     """A list from outside, realized on first read (Note [Lazy containers])."""
 
-    __slots__ = ("_items", "_real", "_tail", "_length_guarded", "_lazy_output", "_lazy_guard")
+    __slots__ = ("_items", "_real", "_tail", "_length_guarded", "_truth_guarded", "_lazy_output", "_lazy_guard")
 
     def __init__(self, output, value: list, source, do_guard: bool):
         VariableTracker.__init__(self, source)
@@ -43,6 +44,7 @@ class LazyListVariable(ListVariable):
         self._real = value          # the real list until realized (never read after the wrap otherwise)
         self._tail = []             # trackers appended before realization
         self._length_guarded = False
+        self._truth_guarded = False
         self._lazy_output = output  # the OutputGraph: realizing wraps through its current translator
         self._lazy_guard = do_guard
 
@@ -83,7 +85,16 @@ class LazyListVariable(ListVariable):
         return ConstantVariable(self._length(tx))
 
     def truth(self, tx) -> bool:
-        return self._length(tx) > 0
+        if self._items is not None or self._length_guarded:
+            return self._length(tx) > 0
+        if self._tail:
+            return True
+        if not self._truth_guarded:
+            self._lazy_output.side_effects.touch(self)
+            self._truth_guarded = True
+            if self._lazy_guard:
+                tx.output.add_guard(Guard(GuardKind.NONEMPTY, self.source, bool(self._real), tx.guard_location()))
+        return bool(self._real)
 
     def children(self):
         return self._tail if self._items is None else self._items
