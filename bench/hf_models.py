@@ -131,8 +131,9 @@ MODELS: dict[str, ModelCase] = {case.name: case for case in [
 
 # The models bytegraph captures whole (`fullgraph=True`, one graph): tests/models checks each,
 # and `make bench` times each against torch.compile (bench/model_workloads.py).
-ONE_GRAPH = ["gpt2", "bert", "roberta", "distilbert", "llama", "mistral", "qwen2", "falcon", "bloom", "opt", "t5", "bart",
-             "mbart", "pegasus", "vit", "convnext", "whisper_encoder"]
+ONE_GRAPH = ["gpt2", "bert", "roberta", "distilbert", "albert", "electra", "llama", "mistral", "qwen2", "gemma", "phi",
+             "falcon", "bloom", "opt", "gpt_neo", "gptj", "t5", "bart", "mbart", "pegasus", "vit", "deit", "clip_vision",
+             "convnext", "resnet", "whisper_encoder"]
 
 
 def output_tensors(value) -> list[torch.Tensor]:
