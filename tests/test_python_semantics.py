@@ -589,3 +589,20 @@ def test_property_on_user_object():
         return h.doubled + 1
 
     check(f, Holder(torch.randn(3)), graphs=1)
+
+
+class _Plain:
+    def __init__(self):
+        self.n = 1
+
+
+_ONE, _OTHER = _Plain(), _Plain()
+
+
+def test_instance_dict_identity():
+    def f(x):
+        made = _Plain()
+        return (x + 1, _ONE.__dict__ is _ONE.__dict__, _ONE.__dict__ is not _OTHER.__dict__,
+                made.__dict__ is made.__dict__, made.__dict__ is _ONE.__dict__)
+
+    check(f, torch.randn(3), graphs=1, grads=False)

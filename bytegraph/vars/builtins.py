@@ -33,6 +33,7 @@ from .iterators import (EnumerateIteratorVariable, FilterIteratorVariable, Itera
                         SequenceIteratorVariable,
                         ZipIteratorVariable, iterator_of)
 from .tensor import TensorVariable
+from .objects import InstanceDictVariable
 
 HANDLERS: dict = {}
 
@@ -202,6 +203,8 @@ def _identity(tx, fn, args, kwargs):
     a, b = args
     if a is b:
         same = True
+    elif type(a) is InstanceDictVariable and type(b) is InstanceDictVariable:  # `o.__dict__ is p.__dict__`
+        return _identity(tx, fn, [a.obj, b.obj], kwargs)
     elif type(a) in _CONTAINERS or type(b) in _CONTAINERS:  # one object, one tracker: distinct trackers differ
         if a.source is not None and b.source is not None and not _distinct_objects(tx, a, b):
             tx.unsupported("`is` between two values read from outside", category="unsupported operator")
