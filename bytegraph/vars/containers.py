@@ -397,7 +397,8 @@ class DictVariable(VariableTracker):
         return DictVariable({**self.items, **other.items}, dict_type=kind)
 
     def is_python_constant(self) -> bool:
-        return all(v.is_python_constant() for v in self.items.values()) and not has_tracker_keys(self.items)
+        items = self.items  # one read: a subclass may compute it (InstanceDictVariable)
+        return all(v.is_python_constant() for v in items.values()) and not has_tracker_keys(items)
 
     def as_python_constant(self):
         return self.dict_type((k, v.as_python_constant()) for k, v in self.items.items())
