@@ -386,9 +386,9 @@ class GeneratorOps:
 # step of the walk below, so a witness that holds proves the generator reachable now, and
 # close_dropped decides the same as a full walk after every instruction: a reachable
 # generator is never closed, and an unreachable one has no holding witness and is closed at
-# the instruction that dropped it, as before. Any change (an index popped, a local rebound,
-# a container emptied, a frame returned, a speculation restored) fails the check and falls
-# back to the walk, which records a new witness. Generators reached only through a
+# the instruction that dropped it, as before. A change that breaks the path (an index popped,
+# a local rebound, a container emptied, a frame returned, a speculation restored to before the
+# holder) fails the check and falls back to the walk, which records a new witness. Generators reached only through a
 # side-effect write get none (those writes change without the frames seeing it): they take
 # the whole walk each time, as before this cache.
 def close_dropped(tx) -> None:
