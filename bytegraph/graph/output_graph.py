@@ -64,6 +64,7 @@ class OutputGraph:
         self.speculation_log = None  # the capture's SpeculationLog (translate/speculation.py)
         self.nn_module_aliases = 0   # alias numbers of module guards (vars/nn_module.py)
         self.open_generators: list = []  # generators suspended inside try/with (translate/generators.py)
+        self.generator_holders: dict = {}  # id(open generator) -> its last witness (translate/generators.py)
         self.intermediate_hooks = None  # the slot of hooks on graph tensors (vars/intermediate_hooks.py)
         self._unguarded: set = set()  # sources of inputs the residual code makes (never guarded)
         self.root_graph = self.graph

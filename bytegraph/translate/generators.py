@@ -20,7 +20,8 @@ temporary consumed by `any()`, a local reassigned or dying with its frame). A ge
 suspended inside a `try`/`with` block (`is_open`) is put in `output.open_generators`;
 while that list is not empty, each run loop calls `close_dropped` after every
 instruction, which closes (traced) the open generators no frame, live object or
-side-effect write still reaches, at the instruction that dropped them. A generator
+side-effect write still reaches, at the instruction that dropped them (re-checking each
+one's last holder first, Note [Holders of open generators]). A generator
 suspended outside any block is dropped silently: closing it has no observable effect.
 
 At a graph break or as a returned value, a generator that has not started is rebuilt as
@@ -373,30 +374,48 @@ class GeneratorOps:
 
 
 # ---- finalization of dropped generators ------------------------------------------------------
+# Note [Holders of open generators]
+# Whether an open generator is still reachable is asked after every instruction while one is
+# open, so the answer is cached as a *witness*: where the generator was last found, `(frame,
+# slot, key, path)`, with `path` the trackers from the root held in `frame.slot[key]` (or
+# `frame.slot` itself when `key` is None) down to the generator, each a child of the one before.
+# A witness is never trusted, only re-checked (`_holds`): the frame still on the live chain
+# (`tx` or one of its parents), the root still in that slot by identity and counted as a root
+# there (a returned frame's locals and cells are not; only the callers' `snapshot_stack` is),
+# and every link of the path still in its parent's `children()`. Each of those is exactly one
+# step of the walk below, so a witness that holds proves the generator reachable now, and
+# close_dropped decides the same as a full walk after every instruction: a reachable
+# generator is never closed, and an unreachable one has no holding witness and is closed at
+# the instruction that dropped it, as before. A change that breaks the path (an index popped,
+# a local rebound, a container emptied, a frame returned, a speculation restored to before the
+# holder) fails the check and falls back to the walk, which records a new witness. Generators reached only through a
+# side-effect write get none (those writes change without the frames seeing it): they take
+# the whole walk each time, as before this cache.
 def close_dropped(tx) -> None:
     """Close the open generators nothing reaches any more (Note [Traced generators]);
     `tx` just finished an instruction, its callers are in the middle of theirs. Cheap
-    while each open generator sits in a frame or in a value a frame holds (a `for`
-    iterator, a local, a `with` exit); the whole walk only runs otherwise."""
-    open_generators = tx.output.open_generators
+    while each open generator's last witness still holds (Note [Holders of open
+    generators]); the walk from the frames, then from the side-effect writes, only runs
+    otherwise."""
+    output = tx.output
+    open_generators = output.open_generators
     open_generators[:] = [g for g in open_generators if g.is_open()]
     if not open_generators:
         return
-    roots = _frame_roots(tx)
-    near = {id(vt) for vt in roots}
-    pending = [g for g in open_generators if id(g) not in near]
+    holders = output.generator_holders
+    pending = [g for g in open_generators if not _holds(tx, holders.get(id(g)), g)]
     if not pending:
         return
-    for vt in roots:
-        if not getattr(vt, "is_tensor", True):
-            near.update(id(c) for c in vt.children())
-    pending = [g for g in pending if id(g) not in near]
+    found = _find_holders(tx, pending)
+    holders.update(found)
+    pending = [g for g in pending if id(g) not in found]
     if not pending:
         return
-    reached = _reachable(roots + list(tx.output.side_effects.values()))
+    reached = _reachable(list(output.side_effects.values()))
     dropped = [g for g in pending if id(g) not in reached]
     for gen in dropped:
         open_generators.remove(gen)
+        holders.pop(id(gen), None)
     for gen in dropped:
         try:
             gen.close(tx)
@@ -405,18 +424,91 @@ def close_dropped(tx) -> None:
                            "reports it as unraisable)", category="unsupported generator")
 
 
-def _frame_roots(tx) -> list:
-    """What the live frames hold: `tx`'s stack (and its locals unless it returned: they
-    die with it), its callers' values and what their current instruction popped."""
-    roots = list(tx.stack) + [v for v in (tx.return_value, tx.yielded, tx.handled) if v is not None]
-    if tx.return_value is None:
-        roots += [*tx.locals.values(), *tx.cells.values()]
-    frame = tx.parent
+def _root_slots(tx):
+    """(frame, slot, key, tracker) of what the live frames hold: `tx`'s stack (and its
+    locals unless it returned: they die with it), its callers' values and what their
+    current instruction popped (`snapshot_stack`)."""
+    frame = tx
     while frame is not None:
-        roots += frame_referents(frame)
-        roots += frame.snapshot_stack
+        slots = ("stack", "locals", "cells") if frame is not tx or tx.return_value is None else ("stack",)
+        if frame is not tx:
+            slots += ("snapshot_stack",)
+        for slot in slots:
+            held = getattr(frame, slot)
+            for key, vt in (held.items() if isinstance(held, dict) else enumerate(held)):
+                yield frame, slot, key, vt
+        for slot in ("return_value", "yielded", "handled"):
+            vt = getattr(frame, slot)
+            if vt is not None:
+                yield frame, slot, None, vt
         frame = frame.parent
-    return roots
+
+
+def _holds(tx, witness, gen) -> bool:
+    """Whether `witness` (Note [Holders of open generators]) still proves `gen` reachable."""
+    if witness is None:
+        return False
+    frame, slot, key, path = witness
+    if path[-1] is not gen:
+        return False
+    live = tx
+    while live is not frame:
+        if live is None:
+            return False
+        live = live.parent
+    if frame is tx and (slot == "snapshot_stack" or (tx.return_value is not None and slot in ("locals", "cells"))):
+        return False
+    held = getattr(frame, slot)
+    if key is not None:
+        if isinstance(held, dict):
+            held = held.get(key)
+        else:
+            held = held[key] if key < len(held) else None
+    if held is not path[0]:
+        return False
+    for parent, child in zip(path, path[1:]):
+        if not any(c is child for c in parent.children()):
+            return False
+    return True
+
+
+def _find_holders(tx, gens: list) -> dict:
+    """id(generator) -> a witness, for each of `gens` reachable from the live frames,
+    found breadth first (the shortest path); stops once all are found."""
+    wanted = {id(g) for g in gens}
+    found: dict = {}
+    slot_of: dict = {}  # id(root) -> (frame, slot, key) where it was first found
+    parent: dict = {}   # id(tracker) -> the tracker it was first reached from (None: a root)
+    level = []
+    for frame, slot, key, vt in _root_slots(tx):
+        if vt is not None and id(vt) not in parent:
+            parent[id(vt)] = None
+            slot_of[id(vt)] = (frame, slot, key)
+            level.append(vt)
+    while level:
+        for vt in level:
+            if id(vt) in wanted:
+                found[id(vt)] = _witness(vt, parent, slot_of)
+                if len(found) == len(wanted):
+                    return found
+        following = []
+        for vt in level:
+            if getattr(vt, "is_tensor", True):  # a tensor, or the NULL below a callable
+                continue
+            for child in vt.children():
+                if child is not None and id(child) not in parent:
+                    parent[id(child)] = vt
+                    following.append(child)
+        level = following
+    return found
+
+
+def _witness(gen, parent: dict, slot_of: dict) -> tuple:
+    path = [gen]
+    while parent[id(path[-1])] is not None:
+        path.append(parent[id(path[-1])])
+    frame, slot, key = slot_of[id(path[-1])]
+    return frame, slot, key, tuple(reversed(path))
 
 
 def _reachable(roots: list) -> set:

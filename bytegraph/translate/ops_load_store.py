@@ -8,6 +8,7 @@ import types
 
 from ..guards.sources import ObjectSource, global_source
 from ..vars.builder import wrap_constant
+from ..vars.builtins import BuiltinVariable
 from ..vars.constant import ConstantVariable
 from ..vars.functions import UserFunctionVariable
 from ..vars.lazy_int import wrap_int
@@ -135,8 +136,6 @@ class LoadStoreOps:
         self.stack.append(ClassVariable(AssertionError))
 
     def call_builtin(self, fn, args: list, kwargs: dict | None = None):
-        from ..vars.builtins import BuiltinVariable
-
         return BuiltinVariable(fn).call_function(self, args, kwargs or {})
 
     def IMPORT_NAME(self, inst):

@@ -23,7 +23,7 @@ from .._bytecode.instructions import instructions_of
 from .._bytecode.analysis import handlers
 from ..errors import GraphBreak, TracedRaise
 from ..guards.guard import Guard, GuardKind
-from ..guards.sources import ObjectSource, global_source
+from ..guards.sources import AttrSource, ObjectSource, global_source
 from ..vars import builder
 from ..vars.constant import ConstantVariable
 from ..vars.exceptions import ExceptionVariable
@@ -239,8 +239,6 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
     def guard_attr_presence(self, source, name: str, present: bool) -> None:
         """Guard that `name` stays in (`present`) or out of the instance `__dict__` of the
         object at `source` (trap: `getattr(obj, "n", 0)` before `obj.n = ...`)."""
-        from ..guards.sources import AttrSource
-
         kind = GuardKind.PRESENT if present else GuardKind.NOT_PRESENT
         self.output.add_guard(Guard(kind, AttrSource(source, "__dict__"), name, self.guard_location()))
 

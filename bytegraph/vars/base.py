@@ -160,21 +160,15 @@ class VariableTracker:
 
     def len_impl(self, tx) -> "VariableTracker":
         """`len(value)`."""
-        from .object_protocol import generic_len
-
-        return generic_len(tx, self)
+        return object_protocol.generic_len(tx, self)
 
     def contains_impl(self, tx, item: "VariableTracker") -> "VariableTracker":
         """`item in value`."""
-        from .object_protocol import generic_contains
-
-        return generic_contains(tx, self, item)
+        return object_protocol.generic_contains(tx, self, item)
 
     def getitem_impl(self, tx, key: "VariableTracker") -> "VariableTracker":
         """`value[key]` (BINARY_SUBSCR, `operator.getitem`)."""
-        from .object_protocol import generic_getitem
-
-        return generic_getitem(tx, self, key)
+        return object_protocol.generic_getitem(tx, self, key)
 
     def setitem_impl(self, tx, key: "VariableTracker", value: "VariableTracker") -> None:
         """`value[key] = item` (STORE_SUBSCR, `operator.setitem`)."""
@@ -218,9 +212,7 @@ class VariableTracker:
     def as_fx_arg(self, tx):
         """This value as an argument of an FX node: a node, a Python constant, or a
         structure of them."""
-        from .object_protocol import generic_fx_arg
-
-        return generic_fx_arg(tx, self)
+        return object_protocol.generic_fx_arg(tx, self)
 
     def built_once(self) -> bool:
         """Whether residual code builds this value once into a temporary, so that aliasing
@@ -356,3 +348,6 @@ def _shallow_copy(value):
     if kind is list or kind is dict or kind is set:
         return kind(value)
     return value
+
+
+from . import object_protocol  # noqa: E402  (it imports trackers of this module; used at call time)

@@ -18,6 +18,7 @@ import types
 import torch
 
 
+from ..guards.guard import Guard, GuardKind
 from ..guards.sources import ObjectSource
 from ..hints import graph_break
 from .base import CallableValueVariable, VariableTracker
@@ -230,10 +231,7 @@ def _distinct_objects(tx, a, b) -> bool:
     are; and one real object reached through two sources of an identity-tracked kind is one
     tracker, so two such trackers are two objects, kept apart on later calls by a
     no-aliasing guard."""
-    from ..guards.guard import Guard, GuardKind
-    from .builder import is_identity_tracked
-
-    tracked = is_identity_tracked(a), is_identity_tracked(b)
+    tracked = builder.is_identity_tracked(a), builder.is_identity_tracked(b)
     if not all(t or v.is_python_constant() for t, v in zip(tracked, (a, b))):
         return False
     if a.python_type() is not b.python_type():
@@ -426,9 +424,7 @@ def _object_new(tx, fn, args, kwargs):
 
 @handles(builtins.super)
 def _super(tx, fn, args, kwargs):
-    from .super_object import make_super
-
-    return make_super(tx, args, kwargs)
+    return super_object.make_super(tx, args, kwargs)
 
 
 @handles(builtins.vars)
@@ -649,9 +645,7 @@ def _id(tx, fn, args, kwargs):
 
 
 def fold(tx, fn, args, kwargs, wrap_result=None):
-    from .builder import fold_call
-
-    return fold_call(tx, fn, args, kwargs, getattr(fn, "__name__", repr(fn)), wrap_result=wrap_result)
+    return builder.fold_call(tx, fn, args, kwargs, getattr(fn, "__name__", repr(fn)), wrap_result=wrap_result)
 
 
 @handles(types.MethodType)
@@ -674,3 +668,6 @@ def _exc_info(tx, fn, args, kwargs):
     if exc is None:
         return TupleVariable([ConstantVariable(None)] * 3)
     return TupleVariable([tx.wrap(exc.python_type(), None), exc, TracebackVariable(exc)])
+
+
+from . import builder, super_object  # noqa: E402  (both import this module; used at call time)

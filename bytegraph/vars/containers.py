@@ -110,15 +110,11 @@ class BaseListVariable(VariableTracker):
         return list(items) if self.python_type() is list else tuple(items)
 
     def iterate(self, tx):
-        from .iterators import SequenceIteratorVariable
-
-        return SequenceIteratorVariable(self)
+        return iterators.SequenceIteratorVariable(self)
 
     def reverse_iterate(self, tx):
         """`reversed(seq)`: live over a list (Note [Live iterators])."""
-        from .iterators import SequenceIteratorVariable
-
-        return SequenceIteratorVariable(self, reverse=True)
+        return iterators.SequenceIteratorVariable(self, reverse=True)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if callable(getattr(self.python_type(), name, None)):
@@ -401,7 +397,8 @@ class DictVariable(VariableTracker):
         return DictVariable({**self.items, **other.items}, dict_type=kind)
 
     def is_python_constant(self) -> bool:
-        return all(v.is_python_constant() for v in self.items.values()) and not has_tracker_keys(self.items)
+        items = self.items  # one read: a subclass may compute it (InstanceDictVariable)
+        return all(v.is_python_constant() for v in items.values()) and not has_tracker_keys(items)
 
     def as_python_constant(self):
         return self.dict_type((k, v.as_python_constant()) for k, v in self.items.items())
@@ -413,14 +410,10 @@ class DictVariable(VariableTracker):
         return list(self.items)
 
     def iterate(self, tx):
-        from .iterators import HashedIteratorVariable
-
-        return HashedIteratorVariable(self)
+        return iterators.HashedIteratorVariable(self)
 
     def reverse_iterate(self, tx):
-        from .iterators import HashedIteratorVariable
-
-        return HashedIteratorVariable(self, reverse=True)
+        return iterators.HashedIteratorVariable(self, reverse=True)
 
     def truth(self, tx) -> bool:
         return bool(self.items)
@@ -615,9 +608,7 @@ def _as_mapping(tx, vt) -> dict:
         return vt.items
     if hasattr(vt.python_type(), "keys"):
         # a mapping (ChainMap, a user Mapping): its keys (as `Mapping.keys()` iterates), then [key]
-        from .iterators import iterator_of
-
-        keys = iterator_of(tx, vt).unpack(tx)
+        keys = iterators.iterator_of(tx, vt).unpack(tx)
         return {key.key_impl(tx): vt.getitem_impl(tx, key) for key in keys}
     pairs = {}
     for pair in vt.unpack(tx):
@@ -666,9 +657,7 @@ class SetVariable(VariableTracker):
         return list(set(self.items))
 
     def iterate(self, tx):
-        from .iterators import HashedIteratorVariable
-
-        return HashedIteratorVariable(self)
+        return iterators.HashedIteratorVariable(self)
 
     def truth(self, tx) -> bool:
         return bool(self.items)
@@ -782,3 +771,6 @@ class SetVariable(VariableTracker):
         for k in self.items:
             cg.load_const(k)
         cg.build("BUILD_SET", len(self.items))
+
+
+from . import iterators  # noqa: E402  (iterators imports this module; its trackers are made at call time)

@@ -15,9 +15,11 @@ import inspect
 import types
 
 from ..guards.guard import Guard, GuardKind
-from ..guards.sources import AttrSource, CellContentsSource, ClosureSource, DefaultSource, DefaultsSource, ObjectSource
+from ..guards.sources import (AttrSource, CellContentsSource, ClosureSource, DefaultSource, DefaultsSource,
+                              GlobalsDictSource, ObjectSource)
 from .base import REPLAY_CELL, VariableTracker
 from .constant import ConstantVariable
+from .containers import DictVariable, TupleVariable
 from .dict_keys import reconstruct_map
 from .registry import guard, register
 
@@ -215,8 +217,6 @@ class UserFunctionVariable(BaseFunctionVariable):
         return (self, None) if is_traceable(self.fn) else None
 
     def var_getattr(self, tx, name):
-        from .containers import TupleVariable
-
         if name in ("__name__", "__qualname__", "__module__", "__doc__"):
             return ConstantVariable(getattr(self.fn, name))
         if name == "__closure__":  # the cells themselves, shared with the calls of the function
@@ -310,8 +310,6 @@ class NestedFunctionVariable(BaseFunctionVariable):
                             *self.attrs.values()) if p is not None]
 
     def var_getattr(self, tx, name):
-        from .containers import DictVariable
-
         if name in self.attrs:
             return self.attrs[name]
         if name == "__name__":
@@ -352,8 +350,6 @@ class NestedFunctionVariable(BaseFunctionVariable):
         return self.func_dict is not None and name in self.func_dict.items
 
     def store_attr(self, tx, name, value) -> None:
-        from .containers import DictVariable
-
         tx.output.side_effects.mutate(self)  # the function's scope decides, wherever its __dict__ was made
         if not (name.startswith("__") and name.endswith("__")) or name == "__wrapped__":
             self._dict(tx).call_method(tx, "__setitem__", [ConstantVariable(name), value], {})
@@ -373,8 +369,6 @@ class NestedFunctionVariable(BaseFunctionVariable):
             super().store_attr(tx, name, value)  # __dict__, __defaults__, __code__, ...: graph break
 
     def _dict(self, tx):
-        from .containers import DictVariable
-
         if self.func_dict is None:
             tx.output.side_effects.touch(self)
             self.func_dict = DictVariable({})
@@ -387,8 +381,6 @@ class NestedFunctionVariable(BaseFunctionVariable):
         """`_make_function(code, globals, qualname, defaults, kwdefaults, closure, annotations,
         __dict__, attributes)`, so the function escapes with the right globals, real cells and
         every attribute the trace gave it."""
-        from ..guards.sources import GlobalsDictSource
-
         cg.push_null()
         cg.load_const(_make_function)
         cg.load_const(self.code)
@@ -561,8 +553,6 @@ class PartialVariable(VariableTracker):
         return self.fn.call_function(tx, [*self.args, *args], {**self.kwargs, **kwargs})
 
     def var_getattr(self, tx, name):
-        from .containers import DictVariable, TupleVariable
-
         if name == "func":
             return self.fn
         if name == "args":
@@ -593,8 +583,6 @@ def _make_partial(fn, args, kwargs):
 
 def bind_arguments(tx, code, defaults: list, kwdefaults: dict, args: list, kwargs: dict, what: str) -> dict:
     """Bind call arguments to `code`'s parameters like CPython does; returns name -> tracker."""
-    from .containers import DictVariable, TupleVariable
-
     nargs, nposonly, nkwonly = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
     names = code.co_varnames
     pos_names = names[:nargs]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from .base import VariableTracker
 from .classes import ClassVariable, bind_class_attribute, bind_on_class, class_dict_source
+from .functions import BoundMethodVariable
 
 
 class SuperVariable(VariableTracker):
@@ -56,13 +57,10 @@ class SuperVariable(VariableTracker):
         return bind_class_attribute(tx, self.obj, owner, name, attr, None)
 
     def _object_method(self, tx, name, attr):
-        from .builtins import BuiltinVariable, is_builtin
-        from .functions import BoundMethodVariable
-
         if name == "__new__":  # a static method: `super().__new__(cls)` is `object.__new__(cls)`
             return tx.wrap(object.__new__)
-        if is_builtin(attr) and not self._binds_class():
-            return BoundMethodVariable(BuiltinVariable(attr), self.obj)
+        if builtin_calls.is_builtin(attr) and not self._binds_class():
+            return BoundMethodVariable(builtin_calls.BuiltinVariable(attr), self.obj)
         tx.unsupported(f"super().{name} reaching object.{name}", category="unsupported attribute")
 
     def describe(self) -> str:
@@ -106,3 +104,6 @@ def _zero_argument_super(tx):
     if not isinstance(start, ClassVariable):
         tx.raise_user_error(RuntimeError("super(): __class__ is not a type"))
     return start.cls, obj
+
+
+from . import builtins as builtin_calls  # noqa: E402  (vars/builtins imports this module; used at call time)

@@ -17,6 +17,7 @@ import copyreg
 import types
 import weakref
 
+from ..construction import plain_instance_reason
 from . import polyfill, trace_time, unsupported
 
 _ATOMIC = frozenset({type(None), type(Ellipsis), type(NotImplemented), int, float, bool, complex, bytes, str,
@@ -29,8 +30,6 @@ _OBJECT_PROTOCOL = ("__reduce_ex__", "__reduce__", "__getstate__")
 def _kind(cls: type, deep: bool) -> str:
     """How `copy.copy` (or `deepcopy`, if `deep`) copies an instance of `cls`: a kind the
     bodies handle, else the reason of the graph break."""
-    from ..construction import plain_instance_reason
-
     what = f"of {cls.__qualname__}"  # the break reason is prefixed by the polyfilled call
     if cls in _ATOMIC or issubclass(cls, type):
         return "atomic"
