@@ -55,9 +55,20 @@ class GuardNaming:
     first, as `[source, text, the text of the name spelling it or None]`: how the guard
     compiler finds the paths several clauses spell (Note [Shared guard paths] in
     guards/compile.py). Guards are compiled under the compile lock, so one is active at a time;
-    it answers only the thread that made it (another thread's messages spell names in full)."""
+    it answers only the thread that made it (another thread's messages spell names in full).
 
-    __slots__ = ("aliases", "record", "thread", "used", "_spelling")
+    Note [Names spelled once per guard build]
+    A model's guards spell the same sources hundreds of times (every parameter's clause spells
+    its module's path, ten sources deep), so a naming renders each source once and answers
+    later spellings from `_spelled`: keyed by the source's identity, holding the source itself
+    (so the key cannot be reused by another object while the naming lives; identity, not
+    equality, because equal sources may spell differently: `d[1]` and `d[True]`), with the
+    text, the names spelled under it (what `record` appends again) and `len(aliases)` when it
+    was rendered. A source's text depends only on its own fields (frozen) and on which
+    sources have aliases; the guard compiler only ever adds aliases while a naming is active,
+    so an entry is current exactly while `len(aliases)` is what it was."""
+
+    __slots__ = ("aliases", "record", "thread", "used", "_spelling", "_spelled")
 
     def __init__(self, aliases: dict, record: bool):
         self.thread = threading.get_ident()
@@ -65,25 +76,38 @@ class GuardNaming:
         self.record = record
         self.used: list = []
         self._spelling: list = []  # for each name being spelled, the names it spelled so far
+        self._spelled: dict = {}  # id(source) -> (source, len(aliases), text, names spelled under it)
 
     def name(self, source: "Source", render) -> str:
-        if self.aliases:
-            alias = self.aliases.get(source)
+        aliases = self.aliases
+        if aliases:
+            alias = aliases.get(source)
             if alias is not None:
                 return alias
-        if not self.record:
-            return render(source)
-        spelling = self._spelling
-        inner: list = []
-        spelling.append(inner)
-        text = render(source)
-        spelling.pop()
-        for node in inner:
-            node[2] = text
+        spelled = self._spelled.get(id(source))
+        if spelled is not None and spelled[0] is source and spelled[1] == len(aliases):
+            text = spelled[2]
+            if not self.record:
+                return text
+            self.used.extend(spelled[3])
+        elif not self.record:
+            text = render(source)
+            self._spelled[id(source)] = (source, len(aliases), text, ())
+            return text
+        else:
+            used = self.used
+            start = len(used)
+            inner: list = []
+            self._spelling.append(inner)
+            text = render(source)
+            self._spelling.pop()
+            for node in inner:
+                node[2] = text
+            self._spelled[id(source)] = (source, len(aliases), text, tuple(used[start:]))
         node = [source, text, None]
         self.used.append(node)
-        if spelling:
-            spelling[-1].append(node)
+        if self._spelling:
+            self._spelling[-1].append(node)
         return text
 
 
