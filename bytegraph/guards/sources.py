@@ -59,14 +59,14 @@ class GuardNaming:
 
     Note [Names spelled once per guard build]
     A model's guards spell the same sources hundreds of times (every parameter's clause spells
-    its module's path, ten sources deep), so a naming renders each source once and answers
-    later spellings from `_spelled`: keyed by the source's identity, holding the source itself
-    (so the key cannot be reused by another object while the naming lives; identity, not
-    equality, because equal sources may spell differently: `d[1]` and `d[True]`), with the
-    text, the names spelled under it (what `record` appends again) and `len(aliases)` when it
-    was rendered. A source's text depends only on its own fields (frozen) and on which
-    sources have aliases; the guard compiler only ever adds aliases while a naming is active,
-    so an entry is current exactly while `len(aliases)` is what it was."""
+    its module's path, ten sources deep), so a recording naming without aliases (the guard
+    compiler's first pass) renders each source once and answers later spellings from
+    `_spelled`: keyed by the source's identity, holding the source itself (so the key cannot
+    be reused by another object while the naming lives; identity, not equality, because equal
+    sources may spell differently: `d[1]` and `d[True]`), with its text and the names spelled
+    under it (what `record` appends again). Without aliases a source's text depends only on
+    its own fields, which are frozen. With aliases (the second pass) nothing is memoized: the
+    text depends on which sources have aliases, and that pass spells few names twice."""
 
     __slots__ = ("aliases", "record", "thread", "used", "_spelling", "_spelled")
 
@@ -76,7 +76,7 @@ class GuardNaming:
         self.record = record
         self.used: list = []
         self._spelling: list = []  # for each name being spelled, the names it spelled so far
-        self._spelled: dict = {}  # id(source) -> (source, len(aliases), text, names spelled under it)
+        self._spelled: dict = {}  # id(source) -> (source, text, names spelled under it)
 
     def name(self, source: "Source", render) -> str:
         aliases = self.aliases
@@ -84,18 +84,14 @@ class GuardNaming:
             alias = aliases.get(source)
             if alias is not None:
                 return alias
-        spelled = self._spelled.get(id(source))
-        if spelled is not None and spelled[0] is source and spelled[1] == len(aliases):
-            text = spelled[2]
-            if not self.record:
-                return text
-            self.used.extend(spelled[3])
-        elif not self.record:
-            text = render(source)
-            self._spelled[id(source)] = (source, len(aliases), text, ())
-            return text
+        if not self.record:
+            return render(source)
+        used = self.used
+        spelled = None if aliases else self._spelled.get(id(source))
+        if spelled is not None and spelled[0] is source:
+            text = spelled[1]
+            used.extend(spelled[2])
         else:
-            used = self.used
             start = len(used)
             inner: list = []
             self._spelling.append(inner)
@@ -103,9 +99,10 @@ class GuardNaming:
             self._spelling.pop()
             for node in inner:
                 node[2] = text
-            self._spelled[id(source)] = (source, len(aliases), text, tuple(used[start:]))
+            if not aliases:
+                self._spelled[id(source)] = (source, text, tuple(used[start:]))
         node = [source, text, None]
-        self.used.append(node)
+        used.append(node)
         if self._spelling:
             self._spelling[-1].append(node)
         return text
