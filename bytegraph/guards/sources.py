@@ -12,6 +12,7 @@ that many sources share once into a local (`PyCodegen.call_graph`).
 """
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass, fields
 
@@ -51,7 +52,8 @@ class Source:
 
 class GuardNaming:
     """While active (`naming`), every `name()` of a `source_class` source answers `aliases[source]`
-    when it has one; with `record`, every other name spelled is appended to `used`, innermost
+    when it has one (a source in `binding` answers a marker for its alias: `binding_markers`);
+    with `record`, every other name spelled is appended to `used`, innermost
     first, as `[source, text, the text of the name spelling it or None]`: how the guard
     compiler finds the paths several clauses spell (Note [Shared guard paths] in
     guards/compile.py). Guards are compiled under the compile lock, so one is active at a time;
@@ -68,11 +70,13 @@ class GuardNaming:
     its own fields, which are frozen. With aliases (the second pass) nothing is memoized: the
     text depends on which sources have aliases, and that pass spells few names twice."""
 
-    __slots__ = ("aliases", "record", "thread", "used", "_spelling", "_spelled")
+    __slots__ = ("aliases", "binding", "bound_text", "record", "thread", "used", "_spelling", "_spelled")
 
     def __init__(self, aliases: dict, record: bool):
         self.thread = threading.get_ident()
         self.aliases = aliases
+        self.binding: dict = {}  # source -> alias, spelled as a marker (`binding_markers`)
+        self.bound_text: dict = {}  # alias -> the text of its source
         self.record = record
         self.used: list = []
         self._spelling: list = []  # for each name being spelled, the names it spelled so far
@@ -84,6 +88,12 @@ class GuardNaming:
             alias = aliases.get(source)
             if alias is not None:
                 return alias
+        if self.binding:
+            alias = self.binding.get(source)
+            if alias is not None:
+                if alias not in self.bound_text:
+                    self.bound_text[alias] = render(source)
+                return f"\0{alias}\0"
         if not self.record:
             return render(source)
         used = self.used
@@ -108,6 +118,22 @@ class GuardNaming:
         return text
 
 
+def binding_markers(text: str, bound_text: dict) -> str:
+    """`text` spelled with `GuardNaming.binding`, with the first marker of each alias read as
+    `(alias := the text of its source)` and every later one as the alias."""
+    done: set = set()
+
+    def resolve(match) -> str:
+        alias = match.group(1)
+        if alias in done:
+            return alias
+        done.add(alias)
+        return f"({alias} := {_MARKER.sub(resolve, bound_text[alias])})"
+
+    return _MARKER.sub(resolve, text)
+
+
+_MARKER = re.compile("\0(\\w+)\0")
 _naming: GuardNaming | None = None
 _get_ident = threading.get_ident
 
