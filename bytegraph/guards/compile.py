@@ -205,7 +205,7 @@ def _shared(clauses: list[str], used: list[list]) -> set:
         spelled = outers[text]
         if len(spelled) < 2 or text.isidentifier() or ":=" in text:
             continue
-        reads = sum(outer not in shared for outer in spelled) + len(shared.intersection(spelled))
+        reads = len(spelled) - sum(map(shared.__contains__, spelled)) + len(shared.intersection(spelled))
         if reads > 1:
             shared.add(text)
     return shared
