@@ -169,7 +169,6 @@ def _render(guards: list[Guard], clauses: list[str], used: list[list], bind, arg
 
 
 _FIRST_READ = re.compile(r"(?:'\w*' (?:not )?in )?(?:[\w(]|\w+ := )*")
-_CONDITIONAL = re.compile(r" if | for |lambda")
 
 
 def _binds_first(clause: str, new: list) -> bool:
@@ -178,8 +177,8 @@ def _binds_first(clause: str, new: list) -> bool:
     names, calls and parentheses being opened, other bindings, or one constant's `in` /
     `not in`, and the clause has no conditional expression, comprehension or lambda
     (Note [Shared guard paths])."""
-    if "\0" in clause or _CONDITIONAL.search(clause):  # \0: a marker left, some alias never spelled
-        return False
+    if "\0" in clause or " if " in clause or " for " in clause or "lambda" in clause:
+        return False  # \0: a marker left (some alias was never spelled)
     for _, alias in new:
         at = clause.find(f"({alias} := ")
         if at < 0 or not _FIRST_READ.fullmatch(clause, 0, at):

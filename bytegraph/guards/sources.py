@@ -12,7 +12,6 @@ that many sources share once into a local (`PyCodegen.call_graph`).
 """
 from __future__ import annotations
 
-import re
 import threading
 from dataclasses import dataclass, fields
 
@@ -120,20 +119,22 @@ class GuardNaming:
 
 def binding_markers(text: str, bound_text: dict) -> str:
     """`text` spelled with `GuardNaming.binding`, with the first marker of each alias read as
-    `(alias := the text of its source)` and every later one as the alias."""
+    `(alias := the text of its source)` and every later one as the alias (the text of a
+    source may hold the markers of the sources it reads through: read in place, in order)."""
     done: set = set()
-
-    def resolve(match) -> str:
-        alias = match.group(1)
+    at = text.find("\0")
+    while at >= 0:
+        end = text.index("\0", at + 1)
+        alias = text[at + 1:end]
         if alias in done:
-            return alias
-        done.add(alias)
-        return f"({alias} := {_MARKER.sub(resolve, bound_text[alias])})"
+            text = text[:at] + alias + text[end + 1:]
+        else:
+            done.add(alias)
+            text = f"{text[:at]}({alias} := {bound_text[alias]}){text[end + 1:]}"
+        at = text.find("\0", at)
+    return text
 
-    return _MARKER.sub(resolve, text)
 
-
-_MARKER = re.compile("\0(\\w+)\0")
 _naming: GuardNaming | None = None
 _get_ident = threading.get_ident
 
