@@ -54,8 +54,9 @@ POINTS = (
                    ("dispatch:bytegraph.translate.ops_jumps.JumpOps",)),
     InjectionPoint("variable building", "`vars/builder.py::wrap` (trackers and guards for real values)",
                    ("bytegraph.vars.builder.wrap",)),
-    InjectionPoint("guard building", "`OutputGraph.add_guard` (every guard the trace installs)",
-                   ("bytegraph.graph.output_graph.OutputGraph.add_guard",)),
+    InjectionPoint("guard building", "`OutputGraph.add_guard` and `add_guard_at` (every guard the trace "
+                   "installs)", ("bytegraph.graph.output_graph.OutputGraph.add_guard",
+                                 "bytegraph.graph.output_graph.OutputGraph.add_guard_at")),
     InjectionPoint("guard compilation", "`guards/compile.py::CompiledGuards` (the generated guard function "
                    "of a compiled or an eager entry)", ("bytegraph.guards.compile.CompiledGuards.__init__",)),
     InjectionPoint("fake-tensor op execution", "`OutputGraph.call_op` (an op run on fake tensors, its FX node)",

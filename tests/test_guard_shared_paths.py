@@ -24,7 +24,7 @@ def test_a_shared_path_is_read_once_and_clauses_keep_the_full_spelling():
     kw = {"x": torch.ones(3), "scale": 2.0}
     torch.testing.assert_close(compiled(kw), fn(kw))
     guards = _entry(compiled).guards
-    assert "__bg_p0 = kw['x']" in guards.source
+    assert "(__bg_p0 := kw['x'])" in guards.source  # bound by the first clause that reads it
     assert guards.source.count("kw['x']") == 1, guards.source
     assert any(clause.count("kw['x']") == 6 for clause in guards.clauses), guards.clauses
     for changed in ({"x": torch.ones(4), "scale": 2.0}, {"x": torch.ones(3), "scale": 3.0},
@@ -47,7 +47,7 @@ def test_a_deep_attribute_path_shared_by_clauses():
     x = torch.ones(2)
     torch.testing.assert_close(compiled(x, h), fn(x, h))
     source = _entry(compiled).guards.source
-    assert source.count("h.inner") == 1 and "= h.inner\n" in source, source
+    assert source.count("h.inner") == 1 and "(__bg_p0 := h.inner)" in source, source
     h.inner.b = 4
     torch.testing.assert_close(compiled(x, h), fn(x, h))
     h.inner = 5  # a path that no longer reads: the guard fails (no exception escapes)
@@ -84,3 +84,39 @@ def test_another_thread_spells_names_in_full_while_guards_compile():
         thread.start()
         thread.join()
     assert seen == ["kw['x']"] and source.name() == "kw['x']"
+
+
+def test_a_path_is_bound_inline_only_where_the_clause_reads_it_first():
+    from bytegraph.guards.compile import _binds_first
+
+    new = [(None, "__bg_p0")]
+    assert _binds_first("type((__bg_p0 := kw['x'])) is K and __bg_p0 == V", new)
+    assert _binds_first("'len' not in (__bg_p0 := getattr(f, '__globals__'))", new)
+    assert _binds_first("type(((__bg_d1 := (__bg_m1 := (__bg_p0 := a.b)).__dict__) and __bg_m1)) is K", new)
+    assert not _binds_first("x is (__bg_p0 := a.b)", new)  # after a comparison
+    assert not _binds_first("a.c is K and (__bg_p0 := a.b) is K", new)  # after a short circuit
+    assert not _binds_first("len({id(v) for v in ((__bg_p0 := a.b), c)}) == 2", new)
+    assert not _binds_first("((__bg_p0 := a.b) if c else d) is K", new)
+    assert not _binds_first("type(\0__bg_p0\0) is K", new)  # a marker left: never spelled
+    assert not _binds_first("type(a.b) is K", new)
+
+
+def test_a_path_no_clause_can_bind_is_read_by_a_statement(monkeypatch):
+    import bytegraph.guards.compile as guard_compile
+
+    monkeypatch.setattr(guard_compile, "_binds_first", lambda clause, new: False)
+
+    def fn(kw):
+        return kw["x"] * kw["scale"]
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(fn, backend=counter)
+    kw = {"x": torch.ones(3), "scale": 2.0}
+    torch.testing.assert_close(compiled(kw), fn(kw))
+    guards = _entry(compiled).guards
+    assert "__bg_p0 = kw['x']\n" in guards.source and guards.source.count("kw['x']") == 1, guards.source
+    assert ":= kw" not in guards.source
+    for changed in ({"x": torch.ones(4), "scale": 2.0}, {"x": torch.ones(3), "scale": 3.0}):
+        torch.testing.assert_close(compiled(changed), fn(changed))
+    torch.testing.assert_close(compiled(kw), fn(kw))
+    assert counter.frame_count == 3

@@ -174,10 +174,16 @@ class OutputGraph:
 
     # ---- guards and inputs -----------------------------------------------------------
     def add_guard(self, guard: Guard) -> None:
-        key = (guard.kind, guard.source)
-        if guard.kind is GuardKind.NOT_PRESENT:  # one dict, many absent names
-            key += (guard.expected,)
-        self.guards.setdefault(key, guard)
+        self.guards.setdefault(_guard_key(guard.kind, guard.source, guard.expected), guard)
+
+    def add_guard_at(self, tx, kind: GuardKind, source, expected=None) -> None:
+        """`add_guard(Guard(kind, source, expected, tx.guard_location()))`, without making the
+        guard and its location when an equal one is installed (the first one stays anyway): a
+        model's trace asks for the same guard again and again (each builtin it reads is absent
+        from its module's globals)."""
+        key = _guard_key(kind, source, expected)
+        if key not in self.guards:
+            self.guards[key] = Guard(kind, source, expected, tx.guard_location())
 
     @contextlib.contextmanager
     def guards_located_at_first_use(self, name: str):
@@ -376,6 +382,12 @@ class OutputGraph:
         for vt in written:
             if vt.is_tensor:
                 self.side_effects.mutate(vt, replay=False)
+
+
+def _guard_key(kind: GuardKind, source, expected) -> tuple:
+    """Guards are deduplicated by kind and source (and name, for absent names: one dict,
+    many absent names)."""
+    return (kind, source, expected) if kind is GuardKind.NOT_PRESENT else (kind, source)
 
 
 # Note [Checkpoints]

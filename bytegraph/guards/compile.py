@@ -11,11 +11,20 @@ Clauses spell their sources in full, and in a model most share long prefixes: th
 guard of `kwargs['input_ids']` reads that item six times, and a transformers forward's
 globals are reached through the same six `__closure__` cells by dozens of clauses. The
 generated function therefore reads each path that clauses spell more than once (a source
-whose text is not a plain name) once, into a local `__bg_pN`, in a statement right before
-the first clause that spells it, and every later spelling uses the local. That keeps the
-order of reads: a clause reads its source before anything else, so the statement only moves
-that read to just before the clause (never before the guards of what it reads through),
-and a path whose text uses a name that its clause binds with `:=` is not hoisted there.
+whose text is not a plain name) once, into a local `__bg_pN`, bound by the first clause
+that spells it, and every later spelling uses the local. The binding goes where that
+clause first spells the path (`type((__bg_p0 := kwargs['input_ids'])) is ...`) when the
+clause is sure to evaluate it there first: what precedes it is only names, calls and
+parentheses being opened, other bindings, or one constant's `in`/`not in`, and the clause
+has no conditional expression, comprehension or lambda (`_binds_first`; the guard's
+sources are spelled as markers first, `sources.binding_markers`, since a clause may spell
+its source's text several times). Otherwise (and for printed shape clauses) a statement
+`__bg_pN = path` right before the clause reads it, ending the `and` chain there. Either
+way the order of reads is kept: a clause reads its source before anything else, so the
+read moves at most to just before the clause (never before the guards of what it reads
+through), and a path whose text uses a name that its clause binds with `:=` is not shared
+there. One `and` chain instead of a statement and an `if` per shared path is about a fifth
+less for `compile()` (hf_bart: 18.7k AST nodes -> 15.3k) and the same per call.
 `clauses` (what explain, logs and `first_failure` show) keep the full spelling.
 """
 from __future__ import annotations
@@ -23,8 +32,8 @@ from __future__ import annotations
 import collections
 import re
 
-from .guard import Guard
-from .sources import OBJECT_REFS, naming
+from .guard import Guard, GuardKind
+from .sources import OBJECT_REFS, binding_markers, naming
 
 
 class _Binder:
@@ -103,18 +112,20 @@ _NAME = re.compile(r"__bg_\w+")
 
 
 def _render(guards: list[Guard], clauses: list[str], used: list[list], bind, argnames: tuple[str, ...]) -> str:
-    """The guard function: the clauses joined by `and`, with every shared path read into a
-    local before the first clause that spells it (Note [Shared guard paths])."""
+    """The guard function: the clauses joined by `and`, every shared path read once into a
+    local, bound by the first clause that spells it or in a statement right before it
+    (Note [Shared guard paths])."""
     shared = _shared(clauses, used)
     aliases: dict = {}  # source -> its local
     bound: set = set()  # the texts of those sources
     body: list[str] = []  # statements
     group: list[str] = []  # clauses since the last statement
-    with naming(aliases):
-        for guard, clause, names in zip(guards, clauses, used):
+    with naming(aliases) as names:
+        for guard, clause, spelled in zip(guards, clauses, used):
             hoisted = False
             walrus = None
-            for source, text, _ in names:
+            new: list = []  # (source, alias) of the paths this clause reads first
+            for source, text, _ in spelled:
                 if text not in shared:
                     continue
                 hoisted = True
@@ -124,14 +135,30 @@ def _render(guards: list[Guard], clauses: list[str], used: list[list], bind, arg
                     walrus = set(_WALRUS.findall(clause)) if ":=" in clause else ()
                 if walrus and walrus.intersection(_NAME.findall(text)):
                     continue
+                bound.add(text)
+                new.append((source, f"__bg_p{len(aliases) + len(new)}"))
+            if not hoisted:
+                group.append(clause)
+                continue
+            if new and guard.kind is not GuardKind.SHAPE:
+                names.binding.update(new)
+                rendered = guard.clause(bind)
+                names.binding.clear()
+                if len(names.bound_text) == len(new):
+                    rendered = binding_markers(rendered, names.bound_text)
+                names.bound_text.clear()
+                if _binds_first(rendered, new):
+                    aliases.update(new)
+                    group.append(rendered)
+                    continue
+            for source, alias in new:
                 if group:
                     body.append(f"if not {_conjunction(group)}: return False")
                     group = []
                 expression = source.name()
-                alias = aliases[source] = f"__bg_p{len(aliases)}"
-                bound.add(text)
+                aliases[source] = alias
                 body.append(f"{alias} = {expression}")
-            group.append(guard.clause(bind) if hoisted else clause)
+            group.append(guard.clause(bind))
     body.append(f"return {_conjunction(group)}" if group else "return True")
     statements = "\n        ".join(body)
     return (f"def __bg_guard({', '.join(argnames)}):\n"
@@ -139,6 +166,24 @@ def _render(guards: list[Guard], clauses: list[str], used: list[list], bind, arg
             f"        {statements}\n"
             f"    except Exception:\n"
             f"        return False\n")
+
+
+_FIRST_READ = re.compile(r"(?:'\w*' (?:not )?in )?(?:[\w(]|\w+ := )*")
+
+
+def _binds_first(clause: str, new: list) -> bool:
+    """Whether every alias of `new` is bound in `clause` before anything the clause might not
+    evaluate or evaluates out of its written order: what precedes each `(alias := ` is only
+    names, calls and parentheses being opened, other bindings, or one constant's `in` /
+    `not in`, and the clause has no conditional expression, comprehension or lambda
+    (Note [Shared guard paths])."""
+    if "\0" in clause or " if " in clause or " for " in clause or "lambda" in clause:
+        return False  # \0: a marker left (some alias was never spelled)
+    for _, alias in new:
+        at = clause.find(f"({alias} := ")
+        if at < 0 or not _FIRST_READ.fullmatch(clause, 0, at):
+            return False
+    return True
 
 
 def _shared(clauses: list[str], used: list[list]) -> set:
@@ -159,7 +204,7 @@ def _shared(clauses: list[str], used: list[list]) -> set:
         spelled = outers[text]
         if len(spelled) < 2 or text.isidentifier() or ":=" in text:
             continue
-        reads = sum(outer not in shared for outer in spelled) + len(shared.intersection(spelled))
+        reads = len(spelled) - sum(map(shared.__contains__, spelled)) + len(shared.intersection(spelled))
         if reads > 1:
             shared.add(text)
     return shared

@@ -51,40 +51,88 @@ class Source:
 
 class GuardNaming:
     """While active (`naming`), every `name()` of a `source_class` source answers `aliases[source]`
-    when it has one; with `record`, every other name spelled is appended to `used`, innermost
+    when it has one (a source in `binding` answers a marker for its alias: `binding_markers`);
+    with `record`, every other name spelled is appended to `used`, innermost
     first, as `[source, text, the text of the name spelling it or None]`: how the guard
     compiler finds the paths several clauses spell (Note [Shared guard paths] in
     guards/compile.py). Guards are compiled under the compile lock, so one is active at a time;
-    it answers only the thread that made it (another thread's messages spell names in full)."""
+    it answers only the thread that made it (another thread's messages spell names in full).
 
-    __slots__ = ("aliases", "record", "thread", "used", "_spelling")
+    Note [Names spelled once per guard build]
+    A model's guards spell the same sources hundreds of times (every parameter's clause spells
+    its module's path, ten sources deep), so a recording naming without aliases (the guard
+    compiler's first pass) renders each source once and answers later spellings from
+    `_spelled`: keyed by the source's identity, holding the source itself (so the key cannot
+    be reused by another object while the naming lives; identity, not equality, because equal
+    sources may spell differently: `d[1]` and `d[True]`), with its text and the names spelled
+    under it (what `record` appends again). Without aliases a source's text depends only on
+    its own fields, which are frozen. With aliases (the second pass) nothing is memoized: the
+    text depends on which sources have aliases, and that pass spells few names twice."""
+
+    __slots__ = ("aliases", "binding", "bound_text", "record", "thread", "used", "_spelling", "_spelled")
 
     def __init__(self, aliases: dict, record: bool):
         self.thread = threading.get_ident()
         self.aliases = aliases
+        self.binding: dict = {}  # source -> alias, spelled as a marker (`binding_markers`)
+        self.bound_text: dict = {}  # alias -> the text of its source
         self.record = record
         self.used: list = []
         self._spelling: list = []  # for each name being spelled, the names it spelled so far
+        self._spelled: dict = {}  # id(source) -> (source, text, names spelled under it)
 
     def name(self, source: "Source", render) -> str:
-        if self.aliases:
-            alias = self.aliases.get(source)
+        aliases = self.aliases
+        if aliases:
+            alias = aliases.get(source)
             if alias is not None:
                 return alias
+        if self.binding:
+            alias = self.binding.get(source)
+            if alias is not None:
+                if alias not in self.bound_text:
+                    self.bound_text[alias] = render(source)
+                return f"\0{alias}\0"
         if not self.record:
             return render(source)
-        spelling = self._spelling
-        inner: list = []
-        spelling.append(inner)
-        text = render(source)
-        spelling.pop()
-        for node in inner:
-            node[2] = text
+        used = self.used
+        spelled = None if aliases else self._spelled.get(id(source))
+        if spelled is not None and spelled[0] is source:
+            text = spelled[1]
+            used.extend(spelled[2])
+        else:
+            start = len(used)
+            inner: list = []
+            self._spelling.append(inner)
+            text = render(source)
+            self._spelling.pop()
+            for node in inner:
+                node[2] = text
+            if not aliases:
+                self._spelled[id(source)] = (source, text, tuple(used[start:]))
         node = [source, text, None]
-        self.used.append(node)
-        if spelling:
-            spelling[-1].append(node)
+        used.append(node)
+        if self._spelling:
+            self._spelling[-1].append(node)
         return text
+
+
+def binding_markers(text: str, bound_text: dict) -> str:
+    """`text` spelled with `GuardNaming.binding`, with the first marker of each alias read as
+    `(alias := the text of its source)` and every later one as the alias (the text of a
+    source may hold the markers of the sources it reads through: read in place, in order)."""
+    done: set = set()
+    at = text.find("\0")
+    while at >= 0:
+        end = text.index("\0", at + 1)
+        alias = text[at + 1:end]
+        if alias in done:
+            text = text[:at] + alias + text[end + 1:]
+        else:
+            done.add(alias)
+            text = f"{text[:at]}({alias} := {bound_text[alias]}){text[end + 1:]}"
+        at = text.find("\0", at)
+    return text
 
 
 _naming: GuardNaming | None = None

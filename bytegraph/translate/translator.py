@@ -22,7 +22,7 @@ from .. import config
 from .._bytecode.instructions import instructions_of
 from .._bytecode.analysis import handlers
 from ..errors import GraphBreak, TracedRaise
-from ..guards.guard import Guard, GuardKind
+from ..guards.guard import GuardKind
 from ..guards.sources import AttrSource, ObjectSource, global_source
 from ..vars import builder
 from ..vars.constant import ConstantVariable
@@ -240,14 +240,14 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         """Guard that `name` stays in (`present`) or out of the instance `__dict__` of the
         object at `source` (trap: `getattr(obj, "n", 0)` before `obj.n = ...`)."""
         kind = GuardKind.PRESENT if present else GuardKind.NOT_PRESENT
-        self.output.add_guard(Guard(kind, AttrSource(source, "__dict__"), name, self.guard_location()))
+        self.output.add_guard_at(self, kind, AttrSource(source, "__dict__"), name)
 
     def load_global_value(self, name: str):
         """The tracker for global `name` (module globals, then builtins)."""
         if name in self.f_globals:
             return self.wrap(self.f_globals[name], global_source(self.globals_source, name))
         if name in self.f_builtins:
-            self.output.add_guard(Guard(GuardKind.NOT_PRESENT, self.globals_source, name, self.guard_location()))
+            self.output.add_guard_at(self, GuardKind.NOT_PRESENT, self.globals_source, name)
             value = self.f_builtins[name]
             return self.wrap(value, ObjectSource(value), guard=False)
         self.raise_user_error(NameError(f"name '{name}' is not defined"))

@@ -658,6 +658,6 @@ def _global_hooks(tx) -> bool:
     if not present:
         source = _Expr("({} or {} or {} or {} or None)", tuple(ObjectSource(d) for d in dicts),
                        "global nn.Module hooks")
-        tx.output.add_guard(Guard(GuardKind.CONSTANT_MATCH, source, None, tx.guard_location()))
+        tx.output.add_guard_at(tx, GuardKind.CONSTANT_MATCH, source, None)
     return present
 

@@ -18,7 +18,7 @@ imports every one of them before the first value is wrapped.
 """
 from __future__ import annotations
 
-from ..guards.guard import Guard, GuardKind
+from ..guards.guard import GuardKind
 
 _ENTRIES: dict = {}  # class -> [(builder, exact, when), ...] in registration order
 
@@ -46,4 +46,4 @@ def resolve(value_type: type):
 def guard(tx, do_guard: bool, kind: GuardKind, source, expected=None) -> None:
     """Install a guard on `source` if the builder was asked to."""
     if do_guard:
-        tx.output.add_guard(Guard(kind, source, expected, tx.guard_location()))
+        tx.output.add_guard_at(tx, kind, source, expected)
