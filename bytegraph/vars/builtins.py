@@ -17,7 +17,6 @@ import types
 
 import torch
 
-
 from ..guards.guard import Guard, GuardKind
 from ..guards.sources import ObjectSource
 from ..hints import graph_break

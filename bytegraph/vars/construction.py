@@ -25,7 +25,7 @@ from .classes import class_dict_source, class_lookup
 from .constant import ConstantVariable
 from .dict_subclass import dict_base, dict_instance_reason, new_dict_object
 from .exceptions import construct_exception, is_plain_exception_class
-from .made_modules import is_stateless_torch_module_class, make_module
+from .made_modules import is_torch_nn_module_class, make_module
 from .objects import NewObjectVariable, UserObjectVariable
 
 _DICT_NEW = dict.__dict__["__new__"]
@@ -62,7 +62,7 @@ def type_call(tx, cls_vt, args, kwargs):
         _unsupported(tx, cls, "an enum called with other than one constant value")
     if issubclass(cls, tuple) and hasattr(cls, "_fields") and cls.__new__ is not tuple.__new__:
         return _construct_namedtuple(tx, cls, args, kwargs)
-    if is_stateless_torch_module_class(cls):
+    if is_torch_nn_module_class(cls):
         made = make_module(tx, cls, args, kwargs)  # Note [Modules made in the trace]
         if made is not None:
             return made

@@ -36,7 +36,7 @@ def _extend(lst, new) -> None:
 class LazyListVariable(ListVariable):
     """A list from outside, realized on first read (Note [Lazy containers])."""
 
-    __slots__ = ("_items", "_real", "_tail", "_length_guarded", "_truth_guarded", "_lazy_output", "_lazy_guard")
+    __slots__ = ("_items", "_real", "_tail", "_length_guarded", "_lazy_output", "_lazy_guard")
 
     def __init__(self, output, value: list, source, do_guard: bool):
         VariableTracker.__init__(self, source)
@@ -44,7 +44,6 @@ class LazyListVariable(ListVariable):
         self._real = value          # the real list until realized (never read after the wrap otherwise)
         self._tail = []             # trackers appended before realization
         self._length_guarded = False
-        self._truth_guarded = False
         self._lazy_output = output  # the OutputGraph: realizing wraps through its current translator
         self._lazy_guard = do_guard
 
@@ -89,11 +88,8 @@ class LazyListVariable(ListVariable):
             return self._length(tx) > 0
         if self._tail:
             return True
-        if not self._truth_guarded:
-            self._lazy_output.side_effects.touch(self)
-            self._truth_guarded = True
-            if self._lazy_guard:
-                tx.output.add_guard(Guard(GuardKind.NONEMPTY, self.source, bool(self._real), tx.guard_location()))
+        if self._lazy_guard:  # installed once: the guard table keeps the first
+            tx.output.add_guard_at(tx, GuardKind.NONEMPTY, self.source, bool(self._real))
         return bool(self._real)
 
     def children(self):

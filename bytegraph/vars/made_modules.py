@@ -45,7 +45,7 @@ class MadeModuleSource(ObjectSource):
         cg.call(len(self.args) + len(self.kwargs))
 
 
-def is_stateless_torch_module_class(cls: type) -> bool:
+def is_torch_nn_module_class(cls: type) -> bool:
     return issubclass(cls, torch.nn.Module) and cls.__module__.startswith("torch.nn.")
 
 

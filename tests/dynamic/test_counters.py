@@ -11,6 +11,7 @@ from torch import nn
 
 import bytegraph
 from dynamic_support import check_calls
+from helpers import CompileCounter
 
 CALLS = 20
 step = 0
@@ -20,6 +21,17 @@ history = {"calls": 0}
 
 def _calls(*shape):
     return [(torch.randn(*shape),) for _ in range(CALLS)]
+
+
+def _side_by_side(eager, target, shape):
+    """`CALLS` calls of `eager` and of `target` compiled, on the same fresh input each time,
+    results compared; returns the counting backend."""
+    counter = CompileCounter()
+    compiled = bytegraph.compile(target, backend=counter)
+    for _ in range(CALLS):
+        x = torch.randn(*shape)
+        torch.testing.assert_close(compiled(x), eager(x))
+    return counter
 
 
 def _reset_globals():
@@ -118,7 +130,7 @@ def test_global_read_only_counter_changed_outside():
         return fn(torch.ones(3))
 
     counter = None
-    compiled = bytegraph.compile(global_counter_read_only, backend=(counter := __import__("helpers").CompileCounter()))
+    compiled = bytegraph.compile(global_counter_read_only, backend=(counter := CompileCounter()))
     _reset_globals()
     global step
     for i in range(CALLS):
@@ -152,12 +164,7 @@ def _make_cell_float():
 @pytest.mark.parametrize("make", [_make_cell_counter, _make_cell_float], ids=["int", "float"])
 def test_closure_cell_counter_compiles_at_most_twice(make):
     eager, compiled_fn = make(), make()
-    counter = __import__("helpers").CompileCounter()
-    compiled = bytegraph.compile(compiled_fn, backend=counter)
-    for i in range(CALLS):
-        x = torch.randn(3)
-        e, c = eager(x), compiled(x)
-        torch.testing.assert_close(c, e)
+    counter = _side_by_side(eager, compiled_fn, (3,))
     assert compiled_fn.__closure__[0].cell_contents == eager.__closure__[0].cell_contents
     assert counter.frame_count <= 2
 
@@ -195,22 +202,14 @@ class Annealed(Model):
 
 def test_object_attribute_counter():
     eager, obj = Stepper(), Stepper()
-    counter = __import__("helpers").CompileCounter()
-    compiled = bytegraph.compile(obj, backend=counter)
-    for _ in range(CALLS):
-        x = torch.randn(3)
-        torch.testing.assert_close(compiled(x), eager(x))
+    counter = _side_by_side(eager, obj, (3,))
     assert obj.steps == eager.steps == CALLS
     assert counter.frame_count <= 2
 
 
 def test_module_attribute_buffer_and_float_counters():
     eager, model = Model(), Model()
-    counter = __import__("helpers").CompileCounter()
-    compiled = bytegraph.compile(model, backend=counter)
-    for _ in range(CALLS):
-        x = torch.randn(2, 4)
-        torch.testing.assert_close(compiled(x), eager(x))
+    counter = _side_by_side(eager, model, (2, 4))
     assert (model.count, int(model.num_batches)) == (eager.count, int(eager.num_batches)) == (CALLS, CALLS)
     assert counter.frame_count <= 2
 
@@ -219,11 +218,7 @@ def test_module_float_attribute_written_in_forward():
     # a write to a module attribute breaks the graph (nn.Module.__setattr__): the graph before
     # the break, then the rest with the float pinned once and symbolic after it changed
     eager, model = Annealed(), Annealed()
-    counter = __import__("helpers").CompileCounter()
-    compiled = bytegraph.compile(model, backend=counter)
-    for _ in range(CALLS):
-        x = torch.randn(2, 4)
-        torch.testing.assert_close(compiled(x), eager(x))
+    counter = _side_by_side(eager, model, (2, 4))
     assert model.temperature == eager.temperature
     assert counter.frame_count <= 3
 
@@ -234,7 +229,7 @@ def test_module_counter_called_from_a_compiled_function():
     def train_step(m, x):
         return m(x).sum()
 
-    counter = __import__("helpers").CompileCounter()
+    counter = CompileCounter()
     compiled = bytegraph.compile(train_step, backend=counter)
     for _ in range(CALLS):
         x = torch.randn(2, 4)
@@ -246,7 +241,7 @@ def test_default_argument_changed_between_calls():
     def f(x, k=1):
         return x * k
 
-    counter = __import__("helpers").CompileCounter()
+    counter = CompileCounter()
     compiled = bytegraph.compile(f, backend=counter)
     for i in range(CALLS):
         f.__defaults__ = (i + 1,)
@@ -276,7 +271,7 @@ def test_counter_through_a_graph_break():
 
 
 def test_steady_state_has_no_recompiles():
-    counter = __import__("helpers").CompileCounter()
+    counter = CompileCounter()
     compiled = bytegraph.compile(global_counter, backend=counter)
     _reset_globals()
     for _ in range(3):
