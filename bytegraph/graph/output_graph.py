@@ -385,9 +385,9 @@ class OutputGraph:
 
 
 def _guard_key(kind: GuardKind, source, expected) -> tuple:
-    """Guards are deduplicated by kind and source (and name, for absent names: one dict,
-    many absent names)."""
-    return (kind, source, expected) if kind is GuardKind.NOT_PRESENT else (kind, source)
+    """Guards are deduplicated by kind and source (and name, for names absent from or
+    present in a dict: one dict, many names)."""
+    return (kind, source, expected) if kind is GuardKind.NOT_PRESENT or kind is GuardKind.PRESENT else (kind, source)
 
 
 # Note [Checkpoints]

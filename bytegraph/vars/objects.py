@@ -22,7 +22,7 @@ from __future__ import annotations
 import types
 
 from ..guards.guard import GuardKind
-from ..guards.sources import AttrSource
+from ..guards.sources import AttrSource, ItemSource
 from .base import REPLAY_OBJECT, CallableValueVariable, VariableTracker
 from .classes import MISSING, bind_class_attribute, call_property, class_lookup, is_data_descriptor, \
     wrap_attribute
@@ -369,23 +369,37 @@ def _new_object(cls, values, names):
 
 
 class InstanceDictVariable(DictVariable):
-    """`obj.__dict__`: the real dict (guarded by its keys) with the trace's pending writes
-    to `obj` applied, recomputed at every use so later attribute writes are seen; writing
-    through it is a graph break. Rebuilt as `<obj>.__dict__`."""
+    """`obj.__dict__`: the real dict with the trace's pending writes to `obj` applied,
+    recomputed at every use so later attribute writes are seen; writing through it is a
+    graph break. Rebuilt as `<obj>.__dict__`.
 
-    __slots__ = ("obj", "real")
+    A lookup by one constant key (`d.get(k)`, `d[k]`, `k in d`) reads only that key: it
+    guards the key's presence or absence and wraps its value through `<obj>.__dict__[k]`
+    (a `__getattribute__` written in Python looks up one name in the instance dict at
+    every attribute read, as transformers' configs do). Anything else (iteration, `len`,
+    `==`, a copy) wraps the whole real dict, guarded by its keys. Both keep nothing here:
+    the trackers and guards live in the output graph's tables, which a checkpoint restore
+    truncates."""
+
+    __slots__ = ("obj", "_output")
 
     def __init__(self, tx, obj: UserObjectVariable):
         VariableTracker.__init__(self, None)
         self.obj = obj
         self.dict_type = dict
-        self.real = None
-        if obj.source is not None:
-            self.real = tx.wrap(_instance_dict(obj.value), AttrSource(obj.source, "__dict__"))
+        self._output = tx.output
+
+    @property
+    def real(self) -> VariableTracker | None:
+        """The tracker of the whole real dict (None for an object made in the trace)."""
+        if self.obj.source is None:
+            return None
+        return self._output.current_tx.wrap(_instance_dict(self.obj.value), AttrSource(self.obj.source, "__dict__"))
 
     @property
     def items(self) -> dict:
-        items = dict(self.real.items) if self.real is not None else {}
+        real = self.real
+        items = dict(real.items) if real is not None else {}
         for name, value in (self.obj.attrs or {}).items():
             if isinstance(name, tuple):
                 continue  # (DELETE_FIRST, name): only an ordering note for the replay
@@ -399,10 +413,45 @@ class InstanceDictVariable(DictVariable):
         """The keys themselves: attribute writes change them (Note [Live iterators])."""
         return tuple(self.items)
 
+    def _lookup(self, tx, key):
+        """The tracker `self[key]` holds, or `_DELETED` when the key is absent, reading and
+        guarding only that key of the real dict."""
+        attrs = self.obj.attrs
+        if attrs and key in attrs:
+            return attrs[key]
+        if self.obj.source is None:
+            return _DELETED
+        source = AttrSource(self.obj.source, "__dict__")
+        whole = tx.output.tracked.get(source)
+        if whole is not None:  # already wrapped whole: its trackers, its key guard
+            return whole.items.get(key, _DELETED)
+        real = _instance_dict(self.obj.value)
+        if not all(type(k) is str for k in real):  # a lookup could run a key's __eq__
+            return self.real.items.get(key, _DELETED)
+        if key not in real:
+            tx.output.add_guard_at(tx, GuardKind.NOT_PRESENT, source, key)
+            return _DELETED
+        tx.output.add_guard_at(tx, GuardKind.PRESENT, source, key)
+        return tx.wrap(real[key], ItemSource(source, key))
+
     def call_method(self, tx, name, args, kwargs):
         if name in DICT_MUTATORS:
             tx.unsupported(f"{name}() on the __dict__ of {self.obj.describe()}", category="side effect")
+        if not kwargs and len(args) in _KEYED_READS.get(name, ()):
+            key = args[0].key_impl(tx)
+            if type(key) is str:
+                value = self._lookup(tx, key)
+                if name == "__contains__":
+                    return ConstantVariable(value is not _DELETED)
+                if value is not _DELETED:
+                    return value
+                if name == "get":
+                    return args[1] if len(args) > 1 else ConstantVariable(None)
+                tx.raise_user_error(KeyError(key))
         return super().call_method(tx, name, args, kwargs)
+
+    def getitem_impl(self, tx, key_vt) -> VariableTracker:
+        return self.call_method(tx, "__getitem__", [key_vt], {})
 
     def reconstruct(self, cg) -> None:
         cg.reconstruct(self.obj)
@@ -410,6 +459,9 @@ class InstanceDictVariable(DictVariable):
 
     def describe(self) -> str:
         return f"the __dict__ of {self.obj.describe()}"
+
+
+_KEYED_READS = {"get": (1, 2), "__getitem__": (1,), "__contains__": (1,)}  # method -> its argument counts
 
 
 def _instance_dict(obj):
