@@ -65,13 +65,33 @@ def test_results_sharing_storage_with_an_argument_are_not_memoized(mode, op):
     assert not _call(mode, op, x)[1]
 
 
-def test_view_of_a_temporary_made_under_no_grad_is_not_memoized(mode):
+def test_view_of_a_temporary_made_under_no_grad_is_answered_as_such_a_view(mode):
     x = mode.from_tensor(torch.randn(2, 5, 4))
-    weight, bias = mode.from_tensor(torch.randn(3, 4)), mode.from_tensor(torch.randn(3))
+    weight = mode.from_tensor(torch.nn.Parameter(torch.randn(3, 4)))
+    bias = mode.from_tensor(torch.nn.Parameter(torch.randn(3)))
     with torch.no_grad():
-        result, _ = _call(mode, torch.nn.functional.linear, x, weight, bias)
-        assert result._is_view()
-        assert not _call(mode, torch.nn.functional.linear, x, weight, bias)[1]
+        real, _ = _call(mode, torch.nn.functional.linear, x, weight, bias)
+        answer, hit = _call(mode, torch.nn.functional.linear, x, weight, bias)
+    assert hit
+    assert _state(answer) == _state(real)
+    assert answer._is_view() and real._is_view()
+    assert _state(answer._base) == _state(real._base)
+    for t in (real, answer):  # a view made under no_grad refuses an in-place op that needs grad
+        with pytest.raises(RuntimeError, match="no_grad mode"):
+            t.add_(weight[0])
+
+
+def test_in_place_with_grad_on_a_no_grad_linear_raises_as_eager():
+    lin = torch.nn.Linear(4, 4)
+
+    def f(x, lin):
+        with torch.no_grad():
+            a = lin(x)
+            b = lin(x)  # answered from the memo: still a view made under no_grad
+        b.add_(lin.bias)
+        return a, b
+
+    check(f, torch.randn(2, 3, 4), lin)
 
 
 def test_leaf_requiring_grad_is_not_memoized(mode):

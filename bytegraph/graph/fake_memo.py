@@ -12,8 +12,10 @@ not an in-place or `out=` result, nor a view of an argument), at storage offset 
 not a leaf that requires grad. Such a result may still be a view of a temporary the op
 made (`linear` of a 3-d input returns one); as the program cannot reach that temporary
 and reads of view-ness break the graph (`vars/tensor.py`), it is rebuilt as a plain
-tensor, but only when made with grad mode on (a view made under no_grad refuses later
-in-place ops that need grad). A result that requires grad gets autograd history from
+tensor when made with grad mode on, and as a view of a fresh temporary (`as_strided` of
+one with the old temporary's sizes, dispatched under no_grad like the op was) when made
+under no_grad: such a view refuses a later in-place op that needs grad, as the op's own
+result does. A result that requires grad gets autograd history from
 `_FreshResult`, a node whose input is an argument that requires grad (one is enough:
 fake tensors never run backward, and each input costs a device query): it is a
 non-leaf like the op's real result, so `requires_grad`, `is_leaf`, `grad_fn is None`
@@ -116,12 +118,20 @@ class _FreshResult(torch.autograd.Function):
 
 
 def _allocate(fake_mode, spec) -> FakeTensor:
-    shape, stride, dtype, device, _ = spec
-    if type(shape) is _SymbolicSizes:
-        env = fake_mode.shape_env
-        shape, stride = shape.rebuild(env), stride.rebuild(env)
+    shape, stride, dtype, device, base, _ = spec
+    if base is not None:  # a no-grad view of a temporary: made anew the same way
+        return torch.as_strided(_empty(fake_mode, *base, dtype, device), _sizes(fake_mode, shape),
+                                _sizes(fake_mode, stride))
+    return _empty(fake_mode, shape, stride, dtype, device)
+
+
+def _sizes(fake_mode, sizes):
+    return sizes.rebuild(fake_mode.shape_env) if type(sizes) is _SymbolicSizes else sizes
+
+
+def _empty(fake_mode, shape, stride, dtype, device) -> FakeTensor:
     with torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEYS):
-        meta = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
+        meta = torch.empty_strided(_sizes(fake_mode, shape), _sizes(fake_mode, stride), dtype=dtype, device="meta")
     return FakeTensor(fake_mode, meta, device)
 
 
@@ -163,17 +173,29 @@ def remember(key, args: tuple, kwargs: dict, result) -> None:
     offset = result.storage_offset()
     if type(offset) is not int or offset != 0:  # never a SymInt's bool (that would guard)
         return
-    if result._is_view() and not torch.is_grad_enabled():
-        return
     if any(torch._C._is_alias_of(result, a) for a in _arguments(args, kwargs)):
         return
-    if result._has_symbolic_sizes_strides:
-        shape, stride = _SymbolicSizes.of(result.shape), _SymbolicSizes.of(result.stride())
-        if shape is None or stride is None:
+    base = None
+    if result._is_view() and not torch.is_grad_enabled():
+        root = result._base
+        root_offset = root.storage_offset()
+        if root.dtype != result.dtype or type(root_offset) is not int or root_offset != 0:
             return
-    else:
-        shape, stride = tuple(result.shape), result.stride()
-    _memo[key] = (shape, stride, result.dtype, result.device, result.requires_grad)
+        base = _metadata(root)
+        if base is None:
+            return
+    sizes = _metadata(result)
+    if sizes is None:
+        return
+    _memo[key] = (*sizes, result.dtype, result.device, base, result.requires_grad)  # requires_grad last: lookup
+
+
+def _metadata(t) -> tuple | None:
+    """`t`'s (sizes, strides) as the memo keeps them, or None when they cannot be kept."""
+    if t._has_symbolic_sizes_strides:
+        shape, stride = _SymbolicSizes.of(t.shape), _SymbolicSizes.of(t.stride())
+        return None if shape is None or stride is None else (shape, stride)
+    return tuple(t.shape), t.stride()
 
 
 class _SymbolicSizes(tuple):
