@@ -32,7 +32,7 @@ import functools
 import types
 from dataclasses import dataclass
 
-from . import counter, deque, keyed_dicts, logging_calls, mappings, namedtuples, polyfills, signatures  # noqa: F401  (their HANDLERS entries)
+from . import counter, dataclass_fields, deque, keyed_dicts, logging_calls, mappings, namedtuples, polyfills, signatures  # noqa: F401  (their HANDLERS entries)
 from .environ import ENVIRON_READS
 from .typing_forms import FOLDS as TYPING_FOLDS
 from .autograd_function import APPLY as AUTOGRAD_APPLY
