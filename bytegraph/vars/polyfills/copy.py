@@ -93,24 +93,24 @@ def deepcopy(x, memo=None, _nil=None, *, _kind=_kind, _unsupported=unsupported):
         return seen
 
     def rec(v):
+        cls = type(v)
+        kind = _kind(cls, True)
+        if kind == "atomic":  # never in `seen`: asked first (and before calling `rec` on an item: most
+            return v          # values of plain data are atomic, and each call is an inlined frame)
         y = copied(v)
         if y is not seen:
             return y
-        cls = type(v)
-        kind = _kind(cls, True)
-        if kind == "atomic":
-            return v
         if kind == "list":
             y = []
             seen.append((v, y))
             for item in v:
-                y.append(rec(item))
+                y.append(item if _kind(type(item), True) == "atomic" else rec(item))
             return y
         if kind == "dict":
             y = {}
             seen.append((v, y))
             for key, item in v.items():
-                y[rec(key)] = rec(item)
+                y[rec(key)] = item if _kind(type(item), True) == "atomic" else rec(item)
             return y
         if kind == "tuple":
             items = [rec(item) for item in v]
@@ -132,7 +132,7 @@ def deepcopy(x, memo=None, _nil=None, *, _kind=_kind, _unsupported=unsupported):
             y = cls.__new__(cls)
             seen.append((v, y))
             for name, value in v.__dict__.items():
-                object.__setattr__(y, name, rec(value))
+                object.__setattr__(y, name, value if _kind(type(value), True) == "atomic" else rec(value))
             return y
         _unsupported(kind)
 
