@@ -35,16 +35,17 @@ Emitting 3.11 instructions with the `bytecode` library (see the module tests):
 - Closure ops take `CellVar(name)` / `FreeVar(name)`, not strings.
 - `BINARY_OP` takes an int (or `bytecode.BinaryOp`); `COMPARE_OP` a `Compare`.
 
-Timing: `make_code` on a 100-instruction straight-line body takes about
-0.56 ms on the development machine (Python 3.11.7, bytecode 0.19.1); nearly all
-of it is the library's stack-size and exception-depth pass.
+Timing: `make_code` on a 100-instruction straight-line body took about 0.56 ms on
+the development machine (Python 3.11.7, bytecode 0.19.1), nearly all of it the
+library's stack-size and exception-depth pass; a body without jumps or exception
+blocks now gets its stack size from `straight_line_stacksize` instead.
 """
 from __future__ import annotations
 
 import types
 from collections.abc import Sequence
 
-from bytecode import Bytecode, CompilerFlags, Instr
+from bytecode import Bytecode, CompilerFlags, Instr, SetLineno
 from bytecode.instr import CellVar, InstrLocation
 
 _GENERATOR_FLAGS = (
@@ -80,7 +81,36 @@ def make_code(
     bc.first_lineno = firstlineno
     first = like.co_consts[0] if like.co_consts else None
     bc.docstring = first if isinstance(first, str) else None
+    stacksize = straight_line_stacksize(bc)
+    if stacksize is not None:
+        return bc.to_code(stacksize=stacksize, compute_exception_stack_depths=False)
     return bc.to_code(compute_exception_stack_depths=not given_handler_depths)
+
+
+def straight_line_stacksize(body) -> int | None:
+    """The stack size of a body without jumps or exception blocks: the deepest point of its
+    instructions' stack effects summed in order, as the library's flow analysis finds it
+    on a body with one block; None for any other body (or one whose stack would go below
+    empty, for the library to report), which the library analyses. The residual code
+    around a graph is straight-line, and the analysis (building its control-flow graph and
+    converting back) was most of assembling it: hf_t5's 615 instructions, 19 -> ~8 ms."""
+    depth = peak = 0
+    for inst in body:
+        if type(inst) is not Instr:
+            if type(inst) is SetLineno:
+                continue
+            return None  # a Label, TryBegin or TryEnd
+        if inst.has_jump():
+            return None
+        pre, post = inst.pre_and_post_stack_effect(jump=False)
+        if depth + pre < 0:
+            return None
+        depth += pre + post
+        if depth > peak:
+            peak = depth
+        if inst.is_final():  # what follows is dead code, which the library does not count either
+            break
+    return peak
 
 
 def prologue(like: types.CodeType, firstlineno: int) -> list[Instr]:
