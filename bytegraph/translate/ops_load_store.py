@@ -26,7 +26,8 @@ class LoadStoreOps:
         except KeyError:
             self.raise_user_error(UnboundLocalError(
                 f"local variable '{inst.argval}' referenced before assignment"))
-        if self.output.first_use and self.parent is None:
+        first_use = self.output.first_use
+        if first_use and inst.argval in first_use and self.parent is None:
             self.output.locate_first_use(inst.argval, self.location())
 
     def STORE_FAST(self, inst):
@@ -79,7 +80,8 @@ class LoadStoreOps:
             self.raise_user_error(NameError(
                 f"free variable '{inst.argval}' referenced before assignment in enclosing scope"))
         self.stack.append(cell.contents)
-        if self.output.first_use and self.parent is None:
+        first_use = self.output.first_use
+        if first_use and inst.argval in first_use and self.parent is None:
             self.output.locate_first_use(inst.argval, self.location())
 
     LOAD_CLASSDEREF = LOAD_DEREF

@@ -426,7 +426,7 @@ class InstanceDictVariable(DictVariable):
         if whole is not None:  # already wrapped whole: its trackers, its key guard
             return whole.items.get(key, _DELETED)
         real = _instance_dict(self.obj.value)
-        if not all(type(k) is str for k in real):  # a lookup could run a key's __eq__
+        if not {*map(type, real)} <= _STR:  # a lookup could run a key's __eq__
             return self.real.items.get(key, _DELETED)
         if key not in real:
             tx.output.add_guard_at(tx, GuardKind.NOT_PRESENT, source, key)
@@ -462,6 +462,7 @@ class InstanceDictVariable(DictVariable):
 
 
 _KEYED_READS = {"get": (1, 2), "__getitem__": (1,), "__contains__": (1,)}  # method -> its argument counts
+_STR = {str}
 
 
 def _instance_dict(obj):
