@@ -33,7 +33,7 @@ import collections
 import re
 
 from .guard import Guard, GuardKind
-from .sources import OBJECT_REFS, binding_markers, naming
+from .sources import GENERIC_GETATTR, OBJECT_REFS, binding_markers, naming
 
 
 class _Binder:
@@ -221,6 +221,8 @@ def _scope(values: dict, f_globals: dict, closure, source: str, objects: dict) -
     scope = {"__builtins__": __builtins__, "G": f_globals, "C": closure}
     for own, numbered in objects.items():
         scope[own] = scope[numbered] = OBJECT_REFS[own]
+    if GENERIC_GETATTR in source:
+        scope[GENERIC_GETATTR] = object.__getattribute__
     if "math." in source or "torch." in source:  # printed shape guards (graph/shapes.py) may call them
         import math
         import torch

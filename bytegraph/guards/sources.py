@@ -286,6 +286,36 @@ class AttrSource(Source):
 
 
 @source_class
+class GenericAttrSource(Source):
+    """`object.__getattribute__(base, attr)`: an attribute of an instance read as the plain
+    lookup a `__getattribute__` written in Python calls (`super().__getattribute__(attr)`),
+    so that guards and residual code never run the class's hook (`base.attr` would).
+    Spelled with `GENERIC_GETATTR`, a name the guard function binds."""
+
+    base: Source
+    attr: str
+
+    def name(self) -> str:
+        return f"{GENERIC_GETATTR}({self.base.name()}, {self.attr!r})"
+
+    def describe(self) -> str:
+        return f"{self.base.describe()}.{self.attr}"
+
+    def prefix(self) -> Source:
+        return self.base
+
+    def reconstruct(self, cg) -> None:
+        cg.push_null()
+        cg.load_const(object.__getattribute__)
+        cg.load_source(self.base)
+        cg.load_const(self.attr)
+        cg.call(2)
+
+
+GENERIC_GETATTR = "__bg_getattribute"
+
+
+@source_class
 class ItemSource(Source):
     """`base[key]` for a constant key (int, str, or another hashable constant; a key
     without a literal spelling, such as a class, is named in guards as an object,

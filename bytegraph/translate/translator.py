@@ -236,11 +236,12 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
                 return None if tx.handled.is_none() else tx.handled
         return None
 
-    def guard_attr_presence(self, source, name: str, present: bool) -> None:
+    def guard_attr_presence(self, source, name: str, present: bool, dict_source=None) -> None:
         """Guard that `name` stays in (`present`) or out of the instance `__dict__` of the
-        object at `source` (trap: `getattr(obj, "n", 0)` before `obj.n = ...`)."""
+        object at `source` (trap: `getattr(obj, "n", 0)` before `obj.n = ...`); the dict is
+        read at `dict_source` if given (`GenericAttrSource`: past a Python `__getattribute__`)."""
         kind = GuardKind.PRESENT if present else GuardKind.NOT_PRESENT
-        self.output.add_guard_at(self, kind, AttrSource(source, "__dict__"), name)
+        self.output.add_guard_at(self, kind, dict_source or AttrSource(source, "__dict__"), name)
 
     def load_global_value(self, name: str):
         """The tracker for global `name` (module globals, then builtins)."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 import types
 
 from ..guards.guard import GuardKind
-from ..guards.sources import AttrSource, ItemSource
+from ..guards.sources import AttrSource, GenericAttrSource, ItemSource
 from .base import REPLAY_OBJECT, CallableValueVariable, VariableTracker
 from .classes import MISSING, bind_class_attribute, call_property, class_lookup, is_data_descriptor, \
     wrap_attribute
@@ -161,19 +161,21 @@ class UserObjectVariable(VariableTracker):
                 return self._dynamic_getattr(tx, name, dynamic)
             tx.unsupported(f"reading class attribute {name!r} after deleting the instance attribute",
                            category="side effect")
-        src = AttrSource(self.source, name) if self.source is not None else None
+        # Past a Python __getattribute__ (`dynamic=False`), guards and residual code read what
+        # this lookup read with object.__getattribute__: spelled `obj.name`, they would run the hook.
+        src = (AttrSource if dynamic else GenericAttrSource)(self.source, name) if self.source is not None else None
         if name == "__class__":
             return tx.wrap(cls, src, guard=False)  # the object's type is guarded already
         owner, cls_attr = class_lookup(cls, name)
         if name == "__dict__" and isinstance(cls_attr, types.GetSetDescriptorType):
-            return InstanceDictVariable(tx, self)
+            return InstanceDictVariable(tx, self, src)
         if cls_attr is not MISSING and is_data_descriptor(cls_attr):
             return self._data_descriptor_get(tx, name, owner, cls_attr, src)
         inst_dict = _instance_dict(self.value)
         if inst_dict is not None and name in inst_dict:
             return wrap_attribute(tx, inst_dict[name], src)
-        if inst_dict is not None and self.source is not None:
-            tx.guard_attr_presence(self.source, name, False)  # an instance attribute would shadow it
+        if inst_dict is not None and self.source is not None:  # an instance attribute would shadow it
+            tx.guard_attr_presence(self.source, name, False, None if dynamic else GenericAttrSource(self.source, "__dict__"))
         if cls_attr is MISSING:
             return self._dynamic_getattr(tx, name, dynamic)
         return bind_class_attribute(tx, self, owner, name, cls_attr, src)
@@ -381,20 +383,21 @@ class InstanceDictVariable(DictVariable):
     the trackers and guards live in the output graph's tables, which a checkpoint restore
     truncates."""
 
-    __slots__ = ("obj", "_output")
+    __slots__ = ("obj", "_output", "_source")
 
-    def __init__(self, tx, obj: UserObjectVariable):
+    def __init__(self, tx, obj: UserObjectVariable, source=None):
         VariableTracker.__init__(self, None)
         self.obj = obj
         self.dict_type = dict
         self._output = tx.output
+        self._source = source  # where the real dict is read (`<obj>.__dict__`, or past a Python hook)
 
     @property
     def real(self) -> VariableTracker | None:
         """The tracker of the whole real dict (None for an object made in the trace)."""
-        if self.obj.source is None:
+        if self._source is None:
             return None
-        return self._output.current_tx.wrap(_instance_dict(self.obj.value), AttrSource(self.obj.source, "__dict__"))
+        return self._output.current_tx.wrap(_instance_dict(self.obj.value), self._source)
 
     @property
     def items(self) -> dict:
@@ -419,9 +422,9 @@ class InstanceDictVariable(DictVariable):
         attrs = self.obj.attrs
         if attrs and key in attrs:
             return attrs[key]
-        if self.obj.source is None:
+        source = self._source
+        if source is None:
             return _DELETED
-        source = AttrSource(self.obj.source, "__dict__")
         whole = tx.output.tracked.get(source)
         if whole is not None:  # already wrapped whole: its trackers, its key guard
             return whole.items.get(key, _DELETED)
@@ -454,6 +457,13 @@ class InstanceDictVariable(DictVariable):
         return self.call_method(tx, "__getitem__", [key_vt], {})
 
     def reconstruct(self, cg) -> None:
+        if isinstance(class_lookup(type(self.obj.value), "__getattribute__")[1], types.FunctionType):
+            cg.push_null()  # past the class's Python hook, as GenericAttrSource reads it
+            cg.load_const(object.__getattribute__)
+            cg.reconstruct(self.obj)
+            cg.load_const("__dict__")
+            cg.call(2)
+            return
         cg.reconstruct(self.obj)
         cg.load_attr("__dict__")
 
