@@ -173,3 +173,13 @@ def test_guards_never_run_the_hook():
     assert traced == LOG
     source = compiled.__bg_compiled__.entries[0].guards.source
     assert "__bg_getattribute(" in source and ".n_layer" not in source, source
+
+
+def test_values_read_past_the_hook_are_rebuilt_past_it():
+    def fn(x, cfg):
+        cfg.n_layer  # noqa: B018  (a read through the hook)
+        return x + 1, cfg.layers, cfg.__dict__
+
+    cfg = Logging()
+    cfg.layers = [1, 2]
+    check(fn, _x(), cfg, setup=LOG.clear, state=lambda: list(LOG))

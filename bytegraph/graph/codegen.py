@@ -111,6 +111,15 @@ class PyCodegen:
         self._emit("LOAD_METHOD", name)
         self.call(0)
 
+    def load_generic_attr(self, push_base, attr: str) -> None:
+        """`object.__getattribute__(<what push_base() loads>, attr)`: an attribute read past
+        the class's Python `__getattribute__` (`GenericAttrSource`)."""
+        self.push_null()
+        self.load_const(object.__getattribute__)
+        push_base()
+        self.load_const(attr)
+        self.call(2)
+
     def kw_names(self, names: tuple) -> None:
         """The keyword names of the next call (its last `len(names)` arguments)."""
         self._emit("KW_NAMES", names)

@@ -305,11 +305,7 @@ class GenericAttrSource(Source):
         return self.base
 
     def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_const(object.__getattribute__)
-        cg.load_source(self.base)
-        cg.load_const(self.attr)
-        cg.call(2)
+        cg.load_generic_attr(lambda: cg.load_source(self.base), self.attr)
 
 
 GENERIC_GETATTR = "__bg_getattribute"

@@ -458,11 +458,7 @@ class InstanceDictVariable(DictVariable):
 
     def reconstruct(self, cg) -> None:
         if isinstance(class_lookup(type(self.obj.value), "__getattribute__")[1], types.FunctionType):
-            cg.push_null()  # past the class's Python hook, as GenericAttrSource reads it
-            cg.load_const(object.__getattribute__)
-            cg.reconstruct(self.obj)
-            cg.load_const("__dict__")
-            cg.call(2)
+            cg.load_generic_attr(lambda: cg.reconstruct(self.obj), "__dict__")  # past the class's Python hook
             return
         cg.reconstruct(self.obj)
         cg.load_attr("__dict__")
