@@ -15,15 +15,22 @@ def _entry(compiled):
     return compiled.__bg_compiled__.entries[0]
 
 
-def test_a_shared_path_is_read_once_and_clauses_keep_the_full_spelling():
-    def fn(kw):
-        return kw["x"] * kw["scale"]
+def _scaled_item(kw):
+    return kw["x"] * kw["scale"]
 
+
+def _compile_scaled_item():
+    """`_scaled_item` compiled and called once on `kw`: (compiled, its counter, kw, guards)."""
     counter = CompileCounter()
-    compiled = bytegraph.compile(fn, backend=counter)
+    compiled = bytegraph.compile(_scaled_item, backend=counter)
     kw = {"x": torch.ones(3), "scale": 2.0}
-    torch.testing.assert_close(compiled(kw), fn(kw))
-    guards = _entry(compiled).guards
+    torch.testing.assert_close(compiled(kw), _scaled_item(kw))
+    return compiled, counter, kw, _entry(compiled).guards
+
+
+def test_a_shared_path_is_read_once_and_clauses_keep_the_full_spelling():
+    fn = _scaled_item
+    compiled, counter, kw, guards = _compile_scaled_item()
     assert "(__bg_p0 := kw['x'])" in guards.source  # bound by the first clause that reads it
     assert guards.source.count("kw['x']") == 1, guards.source
     assert any(clause.count("kw['x']") == 6 for clause in guards.clauses), guards.clauses
@@ -105,15 +112,8 @@ def test_a_path_no_clause_can_bind_is_read_by_a_statement(monkeypatch):
     import bytegraph.guards.compile as guard_compile
 
     monkeypatch.setattr(guard_compile, "_binds_first", lambda clause, new: False)
-
-    def fn(kw):
-        return kw["x"] * kw["scale"]
-
-    counter = CompileCounter()
-    compiled = bytegraph.compile(fn, backend=counter)
-    kw = {"x": torch.ones(3), "scale": 2.0}
-    torch.testing.assert_close(compiled(kw), fn(kw))
-    guards = _entry(compiled).guards
+    fn = _scaled_item
+    compiled, counter, kw, guards = _compile_scaled_item()
     assert "__bg_p0 = kw['x']\n" in guards.source and guards.source.count("kw['x']") == 1, guards.source
     assert ":= kw" not in guards.source
     for changed in ({"x": torch.ones(4), "scale": 2.0}, {"x": torch.ones(3), "scale": 3.0}):

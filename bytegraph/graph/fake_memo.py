@@ -170,28 +170,23 @@ def remember(key, args: tuple, kwargs: dict, result) -> None:
     """Record `result`'s metadata if it is memoizable (see the module docstring)."""
     if type(result) is not FakeTensor or (result.requires_grad and result.is_leaf):
         return
-    offset = result.storage_offset()
-    if type(offset) is not int or offset != 0:  # never a SymInt's bool (that would guard)
-        return
-    if any(torch._C._is_alias_of(result, a) for a in _arguments(args, kwargs)):
+    sizes = _metadata(result)
+    if sizes is None or any(torch._C._is_alias_of(result, a) for a in _arguments(args, kwargs)):
         return
     base = None
     if result._is_view() and not torch.is_grad_enabled():
-        root = result._base
-        root_offset = root.storage_offset()
-        if root.dtype != result.dtype or type(root_offset) is not int or root_offset != 0:
-            return
-        base = _metadata(root)
+        base = _metadata(result._base) if result._base.dtype == result.dtype else None
         if base is None:
             return
-    sizes = _metadata(result)
-    if sizes is None:
-        return
     _memo[key] = (*sizes, result.dtype, result.device, base, result.requires_grad)  # requires_grad last: lookup
 
 
 def _metadata(t) -> tuple | None:
-    """`t`'s (sizes, strides) as the memo keeps them, or None when they cannot be kept."""
+    """`t`'s (sizes, strides) as the memo keeps them, or None when they cannot be kept: `t`
+    not at storage offset 0, or sizes not over backed input symbols."""
+    offset = t.storage_offset()
+    if type(offset) is not int or offset != 0:  # never a SymInt's bool (that would guard)
+        return None
     if t._has_symbolic_sizes_strides:
         shape, stride = _SymbolicSizes.of(t.shape), _SymbolicSizes.of(t.stride())
         return None if shape is None or stride is None else (shape, stride)

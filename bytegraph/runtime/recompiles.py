@@ -103,17 +103,12 @@ def _now(guard, observed) -> str:
         return f", but it is {_short(observed)}"
     if kind is GuardKind.TYPE_MATCH:
         return f", but it is {type(observed).__qualname__}"
-    if kind is GuardKind.LEN_MATCH:
-        try:
-            return f", but it is {len(observed)}"
-        except TypeError:
-            return f", but it is a {type(observed).__qualname__}"
-    if kind is GuardKind.NONEMPTY:
+    if kind is GuardKind.LEN_MATCH or kind is GuardKind.NONEMPTY:
         try:
             n = len(observed)
-            return f", but it has {n} item{'' if n == 1 else 's'}"
         except TypeError:
             return f", but it is a {type(observed).__qualname__}"
+        return f", but it is {n}" if kind is GuardKind.LEN_MATCH else f", but it has {n} item{'' if n == 1 else 's'}"
     if kind is GuardKind.DICT_KEYS:
         try:
             return f", but they are {_short(list(observed))}"

@@ -15,13 +15,12 @@ argument runs the function's own body, traced as written.
 from __future__ import annotations
 
 import dataclasses
-import types
 
 from .builtins import handles
 from .classes import MISSING, ClassVariable, class_dict_source, class_lookup
 from .containers import TupleVariable
 from .functions import UserFunctionVariable
-from .objects import UserObjectVariable, _instance_dict
+from .objects import UserObjectVariable, _instance_dict, python_getattribute
 
 _TABLE = "__dataclass_fields__"
 
@@ -44,11 +43,11 @@ def _known_class(tx, vt) -> type | None:
     if isinstance(vt, ClassVariable):
         cls = vt.cls
         meta = type(cls)
-        return cls if _generic_lookup(meta) and class_lookup(meta, _TABLE)[1] is MISSING else None
+        return cls if python_getattribute(meta) is None and class_lookup(meta, _TABLE)[1] is MISSING else None
     if not isinstance(vt, UserObjectVariable):
         return None
     cls = type(vt.value)
-    if not _generic_lookup(cls):
+    if python_getattribute(cls) is not None:
         return None
     if vt.attrs and _TABLE in vt.attrs:
         return None
@@ -59,8 +58,3 @@ def _known_class(tx, vt) -> type | None:
         if own is not None:
             tx.guard_attr_presence(vt.source, _TABLE, False)
     return cls
-
-
-def _generic_lookup(cls: type) -> bool:
-    """Whether attribute reads of `cls`'s instances run no Python `__getattribute__`."""
-    return not isinstance(class_lookup(cls, "__getattribute__")[1], types.FunctionType)

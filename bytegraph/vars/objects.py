@@ -140,8 +140,8 @@ class UserObjectVariable(VariableTracker):
 
     # ---- attribute reads ---------------------------------------------------------------
     def var_getattr(self, tx, name):
-        getattribute = class_lookup(type(self.value), "__getattribute__")[1]
-        if not isinstance(getattribute, types.FunctionType):  # object's, or a builtin base's generic one
+        getattribute = python_getattribute(type(self.value))
+        if getattribute is None:
             return self.generic_getattr(tx, name)
         if class_lookup(type(self.value), "__getattr__")[1] is not MISSING:
             tx.unsupported(f"reading {name!r} of {self.describe()}, whose class defines both __getattribute__ "
@@ -457,7 +457,7 @@ class InstanceDictVariable(DictVariable):
         return self.call_method(tx, "__getitem__", [key_vt], {})
 
     def reconstruct(self, cg) -> None:
-        if isinstance(class_lookup(type(self.obj.value), "__getattribute__")[1], types.FunctionType):
+        if python_getattribute(type(self.obj.value)) is not None:
             cg.load_generic_attr(lambda: cg.reconstruct(self.obj), "__dict__")  # past the class's Python hook
             return
         cg.reconstruct(self.obj)
@@ -469,6 +469,13 @@ class InstanceDictVariable(DictVariable):
 
 _KEYED_READS = {"get": (1, 2), "__getitem__": (1,), "__contains__": (1,)}  # method -> its argument counts
 _STR = {str}
+
+
+def python_getattribute(cls: type):
+    """`cls`'s `__getattribute__` if it is written in Python, else None (object's, or a
+    builtin base's generic one: attribute reads run no user code)."""
+    getattribute = class_lookup(cls, "__getattribute__")[1]
+    return getattribute if isinstance(getattribute, types.FunctionType) else None
 
 
 def _instance_dict(obj):
