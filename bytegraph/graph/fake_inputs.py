@@ -13,6 +13,8 @@ from __future__ import annotations
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
+from .fake_mode import new_fake
+
 # Keys that route a call to Python modes; excluded so the meta allocation below is not
 # itself intercepted by the active fake mode.
 _PYTHON_KEYS = (torch._C.DispatchKeySet(torch._C.DispatchKey.Python)
@@ -42,7 +44,7 @@ def fake_input(fake_mode, real: torch.Tensor) -> FakeTensor:
     with torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEYS):
         meta = torch.empty_strided(real.shape, real.stride(), dtype=real.dtype, device="meta",
                                    requires_grad=real.requires_grad)
-    fake = FakeTensor(fake_mode, meta, real.device)
+    fake = new_fake(fake_mode, meta, real.device)
     if type(real) is torch.nn.Parameter:
         fake._is_param = True  # as from_tensor marks it: isinstance(fake, Parameter) holds
     return fake

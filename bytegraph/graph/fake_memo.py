@@ -29,6 +29,8 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensor
 from torch.fx.experimental.sym_node import SymNode
 
+from .fake_mode import new_fake
+
 _CONSTANT_TYPES = frozenset({int, float, bool, str, type(None), torch.dtype, torch.device, torch.layout,
                              torch.memory_format, type(Ellipsis)})
 _memo: dict = {}
@@ -132,7 +134,7 @@ def _sizes(fake_mode, sizes):
 def _empty(fake_mode, shape, stride, dtype, device) -> FakeTensor:
     with torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEYS):
         meta = torch.empty_strided(_sizes(fake_mode, shape), _sizes(fake_mode, stride), dtype=dtype, device="meta")
-    return FakeTensor(fake_mode, meta, device)
+    return new_fake(fake_mode, meta, device)
 
 
 def _tensors(x, found: list) -> list:

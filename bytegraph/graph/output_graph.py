@@ -23,9 +23,10 @@ import operator
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import (DataDependentOutputException, DynamicOutputShapeException,
-                                           FakeTensorMode, UnsupportedOperatorException)
+                                           UnsupportedOperatorException)
 
 from . import fake_memo
+from .fake_mode import make_fake_mode
 from .fake_inputs import fake_input
 from .shapes import DynamicState, Shapes
 from .side_effects import SideEffects
@@ -46,7 +47,7 @@ _DATA_DEPENDENT_ERRORS = (DataDependentOutputException, DynamicOutputShapeExcept
 class OutputGraph:
     def __init__(self, dynamic: DynamicState | None = None):
         self.graph = torch.fx.Graph()
-        self.fake_mode = FakeTensorMode()
+        self.fake_mode = make_fake_mode()
         self.dynamic = dynamic  # the compiled function's DynamicState (Note [Symbolic sizes])
         self.shapes = None      # its Shapes (the ShapeEnv), once a value is symbolic
         self.tracked: dict = {}
@@ -529,7 +530,7 @@ def _placeholder_name(source_name: str, index: int) -> str:
 def warm_up() -> None:
     """Pay torch's one-time lazy imports and initialisation (fake tensors, FX codegen) at
     `import bytegraph` instead of inside the user's first compiled call."""
-    mode = FakeTensorMode()
+    mode = make_fake_mode()
     with mode:
         fake = mode.from_tensor(torch.zeros(1))
         _ = fake + 1
