@@ -11,16 +11,16 @@ its result cannot be rebuilt from metadata alone).
 
 For a pure view op (the `_DIRECT_VIEWS` overloads: no `inplace_view`, no data) whose one
 tensor argument is a static-shaped, strided, non-constant fake tensor of this mode and
-whose other arguments are plain ints and bools (no SymInt), the mode's `dispatch` runs the op's
-C++ meta kernel on the fake tensor itself (`in_kernel_invocation_manager`, as
+whose other arguments are plain ints and bools (no SymInt), the mode runs the op's C++
+meta kernel on the fake tensor itself (`in_kernel_invocation_manager`, as
 `FakeTensorMode` does for the ops it does not decompose) and wraps the result, which
-shares the argument's storage, as a fake tensor on the argument's device. The
-dispatch happens below autograd, so autograd's own view tracking (`_base`, the version
-counter, the no-grad creation mark) is made above it exactly as for any fake view. The
-C++ kernel is the one eager runs, so sizes and strides are eager's (torch's reference
-decompositions match them for these ops). Anything else, and everything while torch's
-fake-tensor debug log is on, goes through `FakeTensorMode.dispatch`. `prim.device`
-is answered as torch's `_device_handler` answers it, without the dispatch preamble.
+shares the argument's storage, as a fake tensor on the argument's device. This happens
+below autograd, so autograd's own view tracking (`_base`, the version counter, the
+no-grad creation mark) is made above it as for any fake view. The C++ kernel is the one
+eager runs, so sizes and strides are eager's (tests/test_direct_views.py compares them
+with eager's and with torch's fake path for each op). Anything else goes through
+`FakeTensorMode.dispatch`. `prim.device` is answered as torch's `_device_handler`
+answers it, without the dispatch preamble.
 
 The mode stays a `FakeTensorMode` instance of exactly that type (higher-order ops find
 their fake implementations by the mode's exact type); the direct path is the instance's
@@ -41,7 +41,6 @@ template is made by `FakeTensor(...)` itself, once per device), and the mode set
 """
 from __future__ import annotations
 
-import logging
 from types import MethodType
 
 import torch
@@ -52,7 +51,6 @@ aten = torch.ops.aten
 _DEVICE = torch.ops.prim.device.default
 _META = torch.device("meta")
 _STRIDED = torch.strided
-_FAKE_LOG = logging.getLogger("torch._subclasses.fake_tensor")
 
 _DIRECT_VIEWS = frozenset({
     aten.view.default, aten._reshape_alias.default, aten.alias.default, aten.as_strided.default,
@@ -93,7 +91,7 @@ def _torch_dispatch(mode: FakeTensorMode, func, types, args=(), kwargs=None):
         base = args[0]
         if (type(base) is FakeTensor and base.fake_mode is mode and base.constant is None
                 and not base._has_symbolic_sizes_strides and base.layout is _STRIDED
-                and _plain_ints(args[1:]) and not _FAKE_LOG.isEnabledFor(logging.DEBUG)):
+                and _plain_ints(args[1:])):
             with in_kernel_invocation_manager(mode):
                 out = func(*args)
             device = base.fake_device
