@@ -10,9 +10,9 @@ They are not in the fake memo (`fake_memo.py`: a view shares its argument's stor
 its result cannot be rebuilt from metadata alone).
 
 For a pure view op (the `_DIRECT_VIEWS` overloads: no `inplace_view`, no data) whose one
-tensor argument is a static-shaped, strided, non-constant fake tensor of this mode and
-whose other arguments are plain ints and bools (no SymInt), the mode runs the op's C++
-meta kernel on the fake tensor itself (`in_kernel_invocation_manager`, as
+tensor argument is a static-shaped, strided, non-quantized, non-constant fake tensor of
+this mode and whose other arguments are plain ints and bools (no SymInt), the mode runs
+the op's C++ meta kernel on the fake tensor itself (`in_kernel_invocation_manager`, as
 `FakeTensorMode` does for the ops it does not decompose) and wraps the result, which
 shares the argument's storage, as a fake tensor on the argument's device. This happens
 below autograd, so autograd's own view tracking (`_base`, the version counter, the
@@ -91,7 +91,7 @@ def _torch_dispatch(mode: FakeTensorMode, func, types, args=(), kwargs=None):
         base = args[0]
         if (type(base) is FakeTensor and base.fake_mode is mode and base.constant is None
                 and not base._has_symbolic_sizes_strides and base.layout is _STRIDED
-                and _plain_ints(args[1:])):
+                and not base.is_quantized and _plain_ints(args[1:])):
             with in_kernel_invocation_manager(mode):
                 out = func(*args)
             device = base.fake_device
