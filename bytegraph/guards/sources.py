@@ -159,7 +159,17 @@ def source_class(cls):
     """`@dataclass(frozen=True, slots=True)` for a `Source`, with its hash computed once per
     instance: sources nest (a parameter's path is ten deep) and are dict keys everywhere
     (guards, tracked values, residual code), and the generated hash re-hashes the whole
-    path on every call. Its `name()` answers to an active `GuardNaming`."""
+    path on every call. The slot starts as None (set in `__post_init__`): an unset slot
+    would raise AttributeError at the first hash, and a capture makes thousands of
+    sources. Its `name()` answers to an active `GuardNaming`."""
+    inherited = getattr(cls, "__post_init__", None)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_hash", None)  # computed at the first hash
+        if inherited is not None:
+            inherited(self)
+
+    cls.__post_init__ = __post_init__
     cls = dataclass(frozen=True, slots=True)(cls)
     fields_hash = cls.__hash__
     own_name = cls.__dict__.get("name")
@@ -174,12 +184,11 @@ def source_class(cls):
         cls.name = name
 
     def __hash__(self):
-        try:
-            return self._hash
-        except AttributeError:
+        value = self._hash
+        if value is None:
             value = fields_hash(self)
             object.__setattr__(self, "_hash", value)
-            return value
+        return value
 
     cls.__hash__ = __hash__
     return cls
