@@ -13,12 +13,7 @@ from __future__ import annotations
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
-from .fake_mode import new_fake
-
-# Keys that route a call to Python modes; excluded so the meta allocation below is not
-# itself intercepted by the active fake mode.
-_PYTHON_KEYS = (torch._C.DispatchKeySet(torch._C.DispatchKey.Python)
-                | torch._C.DispatchKeySet(torch._C.DispatchKey.PythonTLSSnapshot))
+from .fake_mode import empty_fake
 _PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)
 
 
@@ -41,10 +36,7 @@ def fake_input(fake_mode, real: torch.Tensor) -> FakeTensor:
     """The fake tensor standing for graph input `real` (static shapes)."""
     if not _is_plain(real):
         return fake_mode.from_tensor(real, static_shapes=True)
-    with torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEYS):
-        meta = torch.empty_strided(real.shape, real.stride(), dtype=real.dtype, device="meta",
-                                   requires_grad=real.requires_grad)
-    fake = new_fake(fake_mode, meta, real.device)
+    fake = empty_fake(fake_mode, real.shape, real.stride(), real.dtype, real.device, real.requires_grad)
     if type(real) is torch.nn.Parameter:
         fake._is_param = True  # as from_tensor marks it: isinstance(fake, Parameter) holds
     return fake

@@ -29,15 +29,11 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensor
 from torch.fx.experimental.sym_node import SymNode
 
-from .fake_mode import new_fake
+from .fake_mode import empty_fake
 
 _CONSTANT_TYPES = frozenset({int, float, bool, str, type(None), torch.dtype, torch.device, torch.layout,
                              torch.memory_format, type(Ellipsis)})
 _memo: dict = {}
-# Keys that route a call to Python modes; excluded so the meta allocation below is not
-# itself intercepted by the active fake mode.
-_PYTHON_KEYS = (torch._C.DispatchKeySet(torch._C.DispatchKey.Python)
-                | torch._C.DispatchKeySet(torch._C.DispatchKey.PythonTLSSnapshot))
 
 
 class _NotMemoizable(Exception):
@@ -132,9 +128,7 @@ def _sizes(fake_mode, sizes):
 
 
 def _empty(fake_mode, shape, stride, dtype, device) -> FakeTensor:
-    with torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEYS):
-        meta = torch.empty_strided(_sizes(fake_mode, shape), _sizes(fake_mode, stride), dtype=dtype, device="meta")
-    return new_fake(fake_mode, meta, device)
+    return empty_fake(fake_mode, _sizes(fake_mode, shape), _sizes(fake_mode, stride), dtype, device)
 
 
 def _tensors(x, found: list) -> list:

@@ -55,7 +55,7 @@ _STRIDED = torch.strided
 _DIRECT_VIEWS = frozenset({
     aten.view.default, aten._reshape_alias.default, aten.alias.default, aten.as_strided.default,
     aten.transpose.int, aten.permute.default, aten.t.default,
-    aten.slice.Tensor, aten.select.int, aten.narrow.default,
+    aten.slice.Tensor, aten.select.int,
     aten.unsqueeze.default, aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims,
     aten.expand.default, aten.unfold.default, aten.diagonal.default,
     aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int,
@@ -99,6 +99,21 @@ def _torch_dispatch(mode: FakeTensorMode, func, types, args=(), kwargs=None):
                 return [new_fake(mode, t, device) for t in out]
             return new_fake(mode, out, device)
     return FakeTensorMode.dispatch(mode, func, types, args, kwargs or {})
+
+
+# Keys that route a call to Python modes; excluded so that allocating a fake's meta tensor
+# is not itself intercepted by the active fake mode.
+_PYTHON_KEYS = (torch._C.DispatchKeySet(torch._C.DispatchKey.Python)
+                | torch._C.DispatchKeySet(torch._C.DispatchKey.PythonTLSSnapshot))
+
+
+def empty_fake(mode: FakeTensorMode, shape, stride, dtype: torch.dtype, device: torch.device,
+               requires_grad: bool = False) -> FakeTensor:
+    """A fake tensor of `mode` with this metadata, allocated without dispatching (the fake
+    memo's answers, graph inputs made from metadata)."""
+    with torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEYS):
+        meta = torch.empty_strided(shape, stride, dtype=dtype, device="meta", requires_grad=requires_grad)
+    return new_fake(mode, meta, device)
 
 
 _TEMPLATES: dict = {}  # device -> the instance dict FakeTensor() made for a fake on it, minus the mode

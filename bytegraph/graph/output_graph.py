@@ -26,8 +26,8 @@ from torch._subclasses.fake_tensor import (DataDependentOutputException, Dynamic
                                            UnsupportedOperatorException)
 
 from . import fake_memo
-from .fake_mode import make_fake_mode
 from .fake_inputs import fake_input
+from .fake_mode import make_fake_mode
 from .shapes import DynamicState, Shapes
 from .side_effects import SideEffects
 from ..errors import UserCodeRaisesError
