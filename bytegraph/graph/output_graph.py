@@ -314,13 +314,18 @@ class OutputGraph:
 
     def call_op(self, kind: str, target, args: list, kwargs: dict) -> VariableTracker:
         tx = self.current_tx
-        if _writes_first_argument(kind, target, kwargs) or kwargs and "out" in kwargs:
+        writes = _writes_first_argument(kind, target, kwargs) or bool(kwargs) and "out" in kwargs
+        if writes:
             self._before_inplace(args, kwargs)
         fx_args = tuple([a.as_fx_arg(tx) for a in args])
         fx_kwargs = {k: v.as_fx_arg(tx) for k, v in kwargs.items()} if kwargs else {}
         fake_args = tuple([_example_of(a) for a in fx_args])
         fake_kwargs = {k: _example_of(v) for k, v in fx_kwargs.items()} if kwargs else {}
         example = self._run_fake(tx, kind, target, fake_args, fake_kwargs)
+        if not writes:
+            for arg in (*args, *kwargs.values()):
+                if arg.is_tensor and arg.example is example:
+                    return arg  # Note [Ops returning their input]: nothing to record
         node = self.graph.create_node(kind, target, fx_args, fx_kwargs)
         node.meta["example_value"] = example
         node.meta["bg_frames"] = tx.frames()
@@ -454,6 +459,16 @@ _INPLACE_FUNCTIONS = frozenset({operator.setitem, operator.iadd, operator.isub, 
 
 _INPLACE_DUNDERS = frozenset({"__setitem__"} | {f"__i{op}__" for op in (
     "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor", "lshift", "rshift")})
+
+
+# Note [Ops returning their input]
+# An op that neither writes in place nor takes `out=` and whose fake result is one of its own
+# tensor arguments (`x.to(x.dtype)`, `x.contiguous()` of a contiguous `x`, `x.float()` of a
+# float `x`, dropout in eval mode or with p=0) returns that very tensor, unchanged, in eager
+# too: the op did nothing (no new tensor, no autograd node, no RNG draw; what made it return
+# its input is guarded like any fact the fake run used: the dtype, device, strides, the
+# `training` flag). It is not recorded: the trace goes on with the argument's tracker, so
+# `y is x` holds as eagerly, and the graph has no node that nothing uses (hf_gpt2: 13 of 154).
 
 
 def _writes_first_argument(kind: str, target, kwargs) -> bool:

@@ -17,6 +17,7 @@ from .ops_stack import NULL
 
 
 _MISSING = object()
+_SCALAR_CONSTANTS = frozenset({type(None), bool, int, float, complex, str, bytes, type(Ellipsis)})
 
 
 class LoadStoreOps:
@@ -41,6 +42,8 @@ class LoadStoreOps:
         self.stack.append(self.wrap_const(inst.argval))
 
     def wrap_const(self, value):
+        if type(value) in _SCALAR_CONSTANTS:  # most constants: what `wrap_constant` makes of them
+            return ConstantVariable(value)
         if isinstance(value, types.CodeType):
             return ConstantVariable(value)
         if isinstance(value, types.FunctionType):  # generated code (continuations) calls functions it holds
