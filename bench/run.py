@@ -359,7 +359,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("workloads", nargs="*", metavar="WORKLOAD",
                         help=f"workloads to run (default: all of {', '.join(WORKLOADS)})")
     parser.add_argument("--captures", type=int, help=f"fresh captures per system (median; default "
-                        f"{DEFAULT_CAPTURES}, models {model_workloads.CAPTURES})")
+                        f"{DEFAULT_CAPTURES})")
     parser.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds (median kept)")
     parser.add_argument("--calls", type=int, default=2000, help="most calls per round")
     parser.add_argument("--no-models", action="store_true", help="leave out the transformers models")

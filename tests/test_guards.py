@@ -1,5 +1,6 @@
 """Guards and recompiles, counted with CompileCounter; every call is also compared with eager."""
 import sys
+import types
 import warnings
 
 import torch
@@ -267,6 +268,40 @@ def test_same_code_different_closures_compiled_separately():
     for _ in range(2):
         assert_same(f2(x), c2(x), "adder(2)")
         assert_same(f3(x), c3(x), "adder(3)")
+
+
+def _helper_scale(x):
+    return x * 2
+
+
+def _helper_shift(x):
+    return x + 5
+
+
+def test_called_function_replaced_by_a_copy_or_recoded():
+    """A called function is guarded by its code and globals, not its identity: a copy with the
+    same code and globals runs the same entry, a function whose `__code__` was replaced
+    recompiles."""
+    g = {}
+
+    def f(x):
+        return g["fn"](x)
+
+    original_code = _helper_scale.__code__
+    g["fn"] = _helper_scale
+    cf, cnt = compile_counted(f)
+    x = torch.randn(3)
+    assert_same(f(x), cf(x), "first")
+    g["fn"] = types.FunctionType(_helper_scale.__code__, _helper_scale.__globals__)
+    assert_same(f(x), cf(x), "a copy")
+    assert cnt.frame_count == 1
+    try:
+        g["fn"] = _helper_scale
+        _helper_scale.__code__ = _helper_shift.__code__
+        assert_same(f(x), cf(x), "code replaced")
+        assert cnt.frame_count == 2
+    finally:
+        _helper_scale.__code__ = original_code
 
 
 def test_grad_mode_change_recompiles():
