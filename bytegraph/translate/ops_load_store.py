@@ -22,14 +22,14 @@ _SCALAR_CONSTANTS = frozenset({type(None), bool, int, float, complex, str, bytes
 
 class LoadStoreOps:
     def LOAD_FAST(self, inst):
+        name = inst.argval
         try:
-            self.stack.append(self.locals[inst.argval])
+            self.stack.append(self.locals[name])
         except KeyError:
-            self.raise_user_error(UnboundLocalError(
-                f"local variable '{inst.argval}' referenced before assignment"))
+            self.raise_user_error(UnboundLocalError(f"local variable '{name}' referenced before assignment"))
         first_use = self.output.first_use
-        if first_use and inst.argval in first_use and self.parent is None:
-            self.output.locate_first_use(inst.argval, self.location())
+        if first_use and name in first_use and self.parent is None:
+            self.output.locate_first_use(name, self.location())
 
     def STORE_FAST(self, inst):
         self.locals[inst.argval] = self.stack.pop()

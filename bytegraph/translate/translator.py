@@ -75,11 +75,12 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         log = self.output.speculation_log
         breaks = log.root_breaks if self.parent is None and log is not None and log.root_breaks else None
         open_generators = self.output.open_generators  # Note [Traced generators]: dropped ones are closed
+        stack = self.stack  # changed in place only, never rebound
         try:
             while self.return_value is None and self.yielded is None:
                 inst = instructions[self.ip]
                 self.inst = inst
-                self.snapshot_stack = list(self.stack)
+                self.snapshot_stack = stack[:]
                 self.snapshot_kw_names = self.kw_names
                 self.steps += 1
                 if breaks is not None and self.steps in breaks:
