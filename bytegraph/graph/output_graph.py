@@ -322,16 +322,14 @@ class OutputGraph:
         fake_args = tuple([_example_of(a) for a in fx_args])
         fake_kwargs = {k: _example_of(v) for k, v in fx_kwargs.items()} if kwargs else {}
         example = self._run_fake(tx, kind, target, fake_args, fake_kwargs)
-        if not writes:
-            for arg in (*args, *kwargs.values()):
-                if arg.is_tensor and arg.example is example:
-                    return arg  # Note [Ops returning their input]: nothing to record
+        returned = next((a for a in (*args, *kwargs.values()) if a.is_tensor and a.example is example), None)
+        if returned is not None and not writes:
+            return returned  # Note [Ops returning their input]: nothing to record
         node = self.graph.create_node(kind, target, fx_args, fx_kwargs)
         node.meta["example_value"] = example
         node.meta["bg_frames"] = tx.frames()
-        for arg in (*args, *kwargs.values()):
-            if arg.is_tensor and arg.example is example:
-                return arg  # an in-place op (or `out=`) returns its input: keep one tracker (and `is`)
+        if returned is not None:
+            return returned  # an in-place op (or `out=`) returns its input: keep one tracker (and `is`)
         out = kwargs.get("out") if kwargs else None
         items = out.sequence_items() if out is not None else None
         if items is not None and isinstance(example, tuple) and len(items) == len(example) \

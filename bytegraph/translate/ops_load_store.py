@@ -9,7 +9,7 @@ import types
 from ..guards.sources import ObjectSource, global_source
 from ..vars.builder import wrap_constant
 from ..vars.builtins import BuiltinVariable
-from ..vars.constant import ConstantVariable
+from ..vars.constant import CONSTANT_TYPES, ConstantVariable
 from ..vars.functions import UserFunctionVariable
 from ..vars.lazy_int import wrap_int
 from ..vars.objects import DELETED
@@ -17,7 +17,7 @@ from .ops_stack import NULL
 
 
 _MISSING = object()
-_SCALAR_CONSTANTS = frozenset({type(None), bool, int, float, complex, str, bytes, type(Ellipsis)})
+_CONSTANT_TYPES = frozenset(CONSTANT_TYPES)
 
 
 class LoadStoreOps:
@@ -42,7 +42,7 @@ class LoadStoreOps:
         self.stack.append(self.wrap_const(inst.argval))
 
     def wrap_const(self, value):
-        if type(value) in _SCALAR_CONSTANTS:  # most constants: what `wrap_constant` makes of them
+        if type(value) in _CONSTANT_TYPES:  # most constants: what `wrap_constant` makes of them
             return ConstantVariable(value)
         if isinstance(value, types.CodeType):
             return ConstantVariable(value)
