@@ -134,17 +134,6 @@ def test_device_query_is_answered_as_torch_answers_it():
         assert x[0].device == torch.device("cpu")
 
 
-def test_new_fake_is_torch_s_fake_tensor():
-    mode = FakeTensorMode()
-    meta = torch.empty_strided((2, 3), (1, 2), device="meta", requires_grad=True)
-    want = FakeTensor(mode, meta, torch.device("cpu"))
-    fm.new_fake(mode, torch.empty(1, device="meta"), torch.device("cpu"))  # the template
-    got = fm.new_fake(mode, meta, torch.device("cpu"))
-    assert type(got) is FakeTensor and got.__dict__ == want.__dict__
-    assert _state(got) == _state(want)
-    assert torch._C._dispatch_keys(got) == torch._C._dispatch_keys(want)
-
-
 # ---- compiled programs ---------------------------------------------------------------
 
 def test_writes_through_views_reach_the_base():

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
-from .fake_mode import empty_fake
+from .fake_alloc import empty_fake
 _PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)
 
 

@@ -21,15 +21,16 @@ fake tensors never run backward, and each input costs a device query): it is a
 non-leaf like the op's real result, so `requires_grad`, `is_leaf`, `grad_fn is None`
 and later in-place ops behave the same. Everything else dispatches for real.
 
-Under symbolic sizes (graph/shapes.py) the same memo answers, Note [Symbolic memo].
+Under symbolic sizes (graph/shapes.py) the same memo answers, Note [Symbolic memo], and
+it also answers views of symbolic fakes, at the fake mode's dispatch, Note [Symbolic views].
 """
 from __future__ import annotations
 
 import torch
-from torch._subclasses.fake_tensor import FakeTensor
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, in_kernel_invocation_manager
 from torch.fx.experimental.sym_node import SymNode
 
-from .fake_mode import empty_fake
+from .fake_alloc import empty_fake, empty_symbolic_fake, new_fake
 
 _CONSTANT_TYPES = frozenset({int, float, bool, str, type(None), torch.dtype, torch.device, torch.layout,
                              torch.memory_format, type(Ellipsis)})
@@ -50,7 +51,8 @@ class _NotMemoizable(Exception):
 # kernel that changed the ShapeEnv (added a guard, refined a range) is not remembered
 # (`Shapes.version` before and after differ): an answer replays no facts, so only an op
 # that adds none may have one. A symbolic result is rebuilt with SymInts over the same
-# expressions and hints, which is what the kernel's own SymInt arithmetic makes.
+# expressions and hints, which is what the kernel's own SymInt arithmetic makes, over a
+# storage of the size the result's own had (Note [Symbolic allocation], graph/fake_alloc.py).
 _SYMBOLIC = object()  # marks a key part holding expressions (the key then needs the state token)
 
 
@@ -116,19 +118,23 @@ class _FreshResult(torch.autograd.Function):
 
 
 def _allocate(fake_mode, spec) -> FakeTensor:
-    shape, stride, dtype, device, base, _ = spec
+    shape, stride, storage, dtype, device, base, _ = spec
     if base is not None:  # a no-grad view of a temporary: made anew the same way
         return torch.as_strided(_empty(fake_mode, *base, dtype, device), _sizes(fake_mode, shape),
                                 _sizes(fake_mode, stride))
-    return _empty(fake_mode, shape, stride, dtype, device)
+    return _empty(fake_mode, shape, stride, storage, dtype, device)
 
 
 def _sizes(fake_mode, sizes):
     return sizes.rebuild(fake_mode.shape_env) if type(sizes) is _SymbolicSizes else sizes
 
 
-def _empty(fake_mode, shape, stride, dtype, device) -> FakeTensor:
-    return empty_fake(fake_mode, _sizes(fake_mode, shape), _sizes(fake_mode, stride), dtype, device)
+def _empty(fake_mode, shape, stride, storage, dtype, device) -> FakeTensor:
+    if storage is None:
+        return empty_fake(fake_mode, shape, stride, dtype, device)
+    env = fake_mode.shape_env
+    return empty_symbolic_fake(fake_mode, shape.rebuild(env), stride.rebuild(env), storage.rebuild(env)[0],
+                               dtype, device)
 
 
 def _tensors(x, found: list) -> list:
@@ -178,15 +184,65 @@ def remember(key, args: tuple, kwargs: dict, result) -> None:
 
 
 def _metadata(t) -> tuple | None:
-    """`t`'s (sizes, strides) as the memo keeps them, or None when they cannot be kept: `t`
-    not at storage offset 0, or sizes not over backed input symbols."""
+    """`t`'s (sizes, strides, storage size) as the memo keeps them (the storage size only
+    for symbolic sizes), or None when they cannot be kept: `t` not at storage offset 0, or
+    sizes not over backed input symbols."""
     offset = t.storage_offset()
     if type(offset) is not int or offset != 0:  # never a SymInt's bool (that would guard)
         return None
     if t._has_symbolic_sizes_strides:
         shape, stride = _SymbolicSizes.of(t.shape), _SymbolicSizes.of(t.stride())
-        return None if shape is None or stride is None else (shape, stride)
-    return tuple(t.shape), t.stride()
+        storage = _SymbolicSizes.of((t.untyped_storage().nbytes(),))
+        return None if shape is None or stride is None or storage is None else (shape, stride, storage)
+    return tuple(t.shape), t.stride(), None
+
+
+# Note [Symbolic views]
+# A view of a tensor with symbolic sizes (or with SymInt arguments) goes through torch's
+# symbolic view kernels: `view`'s `_reshape_view_helper`, slicing's bound checks, ~0.5-2 ms
+# each, where a memo answer costs ~80 µs. The result of a view op is a function of the op,
+# its base's sizes, strides and offset as expressions, its other arguments and the ShapeEnv's
+# facts, which is the key of Note [Symbolic memo] (kind "view"). Each result's sizes,
+# strides and storage offset are remembered, and an answer is the meta `as_strided` of the
+# base with them, run as Note [Direct views] (graph/fake_mode.py) runs a view's kernel: on
+# the fake tensor itself, below autograd (whose view tracking above is the op's own), the
+# storage shared. As for every symbolic memo entry, a kernel run that taught the ShapeEnv a
+# fact is not remembered.
+_AS_STRIDED = torch.ops.aten.as_strided.default
+
+
+def symbolic_view(mode, shapes, func, types, args: tuple):
+    """The fake result(s) of view op `func` on `args` under the capture's `shapes`."""
+    key = memo_key("view", func, args, {}, shapes)
+    if key is not None:
+        spec = _memo.get(key)
+        if spec is not None:
+            return _views_of(mode, args[0], *spec)
+        version = shapes.version()
+    out = FakeTensorMode.dispatch(mode, func, types, args, {})
+    if key is not None and shapes.version() == version:
+        listed = type(out) is list
+        specs = [_view_spec(t) for t in (out if listed else (out,))]
+        if None not in specs:
+            _memo[key] = (listed, specs)
+    return out
+
+
+def _view_spec(t) -> tuple | None:
+    if type(t) is not FakeTensor:
+        return None
+    spec = (_SymbolicSizes.of(t.shape), _SymbolicSizes.of(t.stride()), _SymbolicSizes.of((t.storage_offset(),)))
+    return None if None in spec else spec
+
+
+def _views_of(mode, base, listed: bool, specs: list):
+    env = mode.shape_env
+    with in_kernel_invocation_manager(mode):
+        outs = [_AS_STRIDED(base, shape.rebuild(env), stride.rebuild(env), offset.rebuild(env)[0])
+                for shape, stride, offset in specs]
+    device = base.fake_device
+    outs = [new_fake(mode, t, device) for t in outs]
+    return outs if listed else outs[0]
 
 
 class _SymbolicSizes(tuple):

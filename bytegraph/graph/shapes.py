@@ -153,6 +153,7 @@ class Shapes:
         self._token_version = None
         self._token = None
         fake_mode.shape_env = self.env  # fakes made so far are static; ops mix both
+        fake_mode.bg_shapes = self  # symbolic views are memoized (Note [Symbolic views], graph/fake_memo.py)
         fake_mode.static_shapes = False  # `fake_inputs.fake_input` asks for static ones explicitly
         fake_mode.cache_enabled = False
         self.locations: dict = {}  # index in env.guards -> user location of the code that added it

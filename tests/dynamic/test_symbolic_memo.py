@@ -53,6 +53,14 @@ def shape_arithmetic(x):
     return y.reshape(b, -1).sum(-1) * (t + 1) + x.new_zeros(b).fill_(t)
 
 
+def views(x):
+    b, t, d = x.shape
+    first, second = x.split(d // 2, 2)
+    window = x[:, 1:].narrow(1, 0, t - 2).permute(2, 0, 1)
+    wide = x[:, :1].expand(b, t, d) + x.view(b * t, d).view(b, t, d)
+    return (first * second).sum(-1), x.unbind(2)[0].t(), window.sum(0), wide, x.unfold(1, 2, 1).sum(-1)
+
+
 def training_step(x):
     loss = (_MLP(x) ** 2).mean()
     return loss
@@ -64,6 +72,7 @@ CASES = {
     "conv": (conv, lambda b, t: torch.randn(b, 3, t, t), [0, 2, 3], [(3, 7), (2, 5), (4, 10)]),
     "heads": (heads, lambda b, t: torch.randn(b, t, 8), [0, 1], [(3, 4), (2, 7)]),
     "shape_arithmetic": (shape_arithmetic, lambda b, t: torch.randn(b, t, 3), [0, 1], [(2, 6), (5, 3)]),
+    "views": (views, lambda b, t: torch.randn(b, t, 8), [0, 1], [(3, 5), (2, 9), (5, 3)]),
 }
 
 
@@ -98,14 +107,31 @@ def symbolic_answers(monkeypatch):
     return count
 
 
+@pytest.fixture
+def view_answers(monkeypatch):
+    """How many view calls the memo answered (Note [Symbolic views])."""
+    count = [0]
+    views_of = fake_memo._views_of
+
+    def counting(*args):
+        count[0] += 1
+        return views_of(*args)
+
+    monkeypatch.setattr(fake_memo, "_views_of", counting)
+    return count
+
+
 @pytest.mark.parametrize("name", list(CASES))
-def test_memo_answers_give_the_same_graph_and_guards(name, empty_memo, symbolic_answers):
+def test_memo_answers_give_the_same_graph_and_guards(name, empty_memo, symbolic_answers, view_answers):
     fn, make, dims, later = CASES[name]
     x = make(4, 6)
     _, cold_guards, cold_graph = _capture(fn, x, dims)
-    cold_answers = symbolic_answers[0]
+    cold_answers, cold_views = symbolic_answers[0], view_answers[0]
     compiled, warm_guards, warm_graph = _capture(fn, x, dims)
-    assert symbolic_answers[0] > cold_answers, "the second capture answered no symbolic op from the memo"
+    assert symbolic_answers[0] + view_answers[0] > cold_answers + cold_views, \
+        "the second capture answered no symbolic op from the memo"
+    if name in ("attention", "heads", "views"):
+        assert view_answers[0] > cold_views, "the second capture answered no view from the memo"
     assert warm_graph == cold_graph
     assert warm_guards == cold_guards
     for size in later:
@@ -168,3 +194,69 @@ def test_an_answer_is_only_reused_in_the_same_shape_facts(empty_memo):
     with pytest.raises(RuntimeError) as compiled_error:
         compiled(torch.randn(5, 4))
     assert str(compiled_error.value) == str(eager_error.value)
+
+
+# ---- symbolic views, op by op (Note [Symbolic views]) --------------------------------------
+
+_VIEWS = {
+    "view": lambda x, b, t: x.view(b * t, 4),
+    "reshape": lambda x, b, t: x.reshape(b, -1),
+    "transpose": lambda x, b, t: x.transpose(0, 2),
+    "permute": lambda x, b, t: x.permute(2, 0, 1),
+    "slice": lambda x, b, t: x[:, 1:],
+    "slice to a symbolic bound": lambda x, b, t: x[:, : t - 1],
+    "slice with a step": lambda x, b, t: x[:, ::2, 1:],
+    "select": lambda x, b, t: x[1],
+    "unsqueeze": lambda x, b, t: x[None, :, None],
+    "squeeze": lambda x, b, t: x[:, :1].squeeze(1),
+    "expand": lambda x, b, t: x[:, :1].expand(b, t, 4),
+    "narrow": lambda x, b, t: x.narrow(1, 1, t - 2),
+    "split": lambda x, b, t: x.split(2, 2),
+    "split_with_sizes": lambda x, b, t: x.split([1, 3], 2),
+    "unbind": lambda x, b, t: x.unbind(2),
+    "diagonal": lambda x, b, t: x.diagonal(0, 0, 2),
+    "unfold": lambda x, b, t: x.unfold(2, 2, 1),
+    "t": lambda x, b, t: x[0].t(),
+    "as_strided": lambda x, b, t: x.as_strided((b, 2), (t * 4, 1), 1),
+    "static base, symbolic size": lambda x, b, t: x[0, 0].expand(b, 4),
+}
+
+
+def _expr(s):
+    return s.node.expr if isinstance(s, torch.SymInt) else s
+
+
+def _view_state(t):
+    return ([_expr(s) for s in t.shape], [_expr(s) for s in t.stride()], _expr(t.storage_offset()), t.dtype,
+            t.device, t.requires_grad, t.is_leaf, t.grad_fn is None, t._is_view(), type(t._base))
+
+
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("name", list(_VIEWS))
+def test_symbolic_view_answer_is_torch_s_view(name, grad, empty_memo, view_answers):
+    from bytegraph.graph.fake_mode import make_fake_mode
+    from bytegraph.guards.sources import LocalSource
+
+    view = _VIEWS[name]
+    mode = make_fake_mode()
+    env = shapes.Shapes(mode)
+    leaf = env.fake_tensor(mode, torch.randn(3, 5, 4, requires_grad=grad), LocalSource("x"), [True, True, False])
+    b, t = leaf.shape[0], leaf.shape[1]
+    with mode, torch.set_grad_enabled(grad):
+        x = leaf * 1  # a non-leaf: views of it may be written
+        expected = view(x, b, t)  # torch's symbolic view kernels, remembered
+        version = env.version()
+        answers = view(x, b, t)
+        assert view_answers[0] > 0, "the second call was not answered from the memo"
+        assert env.version() == version, "an answer taught the ShapeEnv a fact"
+    expected, answers = (list(r) if isinstance(r, (list, tuple)) else [r] for r in (expected, answers))
+    assert len(answers) == len(expected)
+    for got, want in zip(answers, expected):
+        assert type(got) is type(want)
+        assert _view_state(got) == _view_state(want)
+        assert got._base is want._base is x
+        assert got.untyped_storage()._cdata == x.untyped_storage()._cdata and got.fake_mode is mode
+    before = x._version
+    with mode, torch.no_grad():
+        answers[0].mul_(2)  # a write through the answer counts on its base's version counter
+    assert x._version == before + 1
