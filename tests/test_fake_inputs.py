@@ -1,11 +1,12 @@
 """Fakes of graph inputs (graph/fake_inputs.py): the cheap path for plain tensors gives what
-`FakeTensorMode.from_tensor` gives, and tensors that share storage still go through it."""
+`FakeTensorMode.from_tensor` gives, under static and under symbolic sizes, and tensors that
+share storage still go through it."""
 import pytest
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import bytegraph
-from bytegraph.graph.fake_inputs import _is_plain, fake_input
+from bytegraph.graph.fake_inputs import _is_plain, fake_input, symbolic_fake_input
 from helpers import assert_same
 
 PLAIN = {
@@ -44,6 +45,45 @@ def test_plain_tensor_fake_matches_from_tensor(make):
 @pytest.mark.parametrize("make", list(NOT_PLAIN.values()), ids=list(NOT_PLAIN))
 def test_other_tensors_go_through_from_tensor(make):
     assert not _is_plain(make())
+
+
+def _symbolic_state(f):
+    def expr(s):
+        return str(s.node.expr) if isinstance(s, torch.SymInt) else s
+
+    return (type(f), [expr(s) for s in f.shape], [expr(s) for s in f.stride()], expr(f.storage_offset()), f.dtype,
+            f.device, f.requires_grad, f.is_leaf, f.grad_fn is None, isinstance(f, torch.nn.Parameter), f._is_view(),
+            torch._C._dispatch_keys(f), sorted(f.__dict__), f.constant)
+
+
+def _symbolic_fake(real, fast: bool):
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicContext
+
+    from bytegraph.graph.fake_mode import make_fake_mode
+    from bytegraph.graph.shapes import Shapes, _TorchSource
+
+    mode = make_fake_mode()
+    env = Shapes(mode).env
+    context = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DUCK] * real.dim())
+    source = _TorchSource("x")
+    fake = symbolic_fake_input(mode, real, source, context) if fast else \
+        mode.from_tensor(real, source=source, symbolic_context=context)
+    facts = (dict(env.backed_var_to_val), dict(env.var_to_range),
+             {s: [src.name for src in sources] for s, sources in env.var_to_sources.items()})
+    return fake, env, facts
+
+
+@pytest.mark.parametrize("name", ["float", "parameter", "frozen_parameter", "leaf_requiring_grad", "int", "bool",
+                                  "channels_last"])
+def test_plain_tensor_symbolic_fake_matches_from_tensor(name):
+    real = PLAIN[name]()
+    got, env, got_facts = _symbolic_fake(real, fast=True)
+    want, _, want_facts = _symbolic_fake(real, fast=False)
+    assert any(isinstance(s, torch.SymInt) for s in got.shape)
+    assert _symbolic_state(got) == _symbolic_state(want)
+    assert got_facts == want_facts
+    nbytes, expected = got.untyped_storage().nbytes(), want.untyped_storage().nbytes()
+    assert env.simplify(nbytes.node.expr - expected.node.expr) == 0 and nbytes.node.hint == expected.node.hint
 
 
 def test_tensor_sharing_its_storage_goes_through_from_tensor():

@@ -50,12 +50,12 @@ class _MetaCarrier(torch.Tensor):
 
 
 def empty_symbolic_fake(mode: FakeTensorMode, shape, stride, storage_bytes, dtype: torch.dtype,
-                        device: torch.device) -> FakeTensor:
+                        device: torch.device, requires_grad: bool = False) -> FakeTensor:
     """A fake tensor of `mode` with sizes and strides over SymInts and a storage of
     `storage_bytes` (Note [Symbolic allocation])."""
     with torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEYS):
         meta = _make_wrapper_subclass(_MetaCarrier, shape, stride, 0, dtype=dtype, device=_META,
-                                      storage_size=storage_bytes)
+                                      storage_size=storage_bytes, requires_grad=requires_grad)
         return new_fake(mode, meta, device)
 
 

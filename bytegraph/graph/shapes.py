@@ -11,8 +11,9 @@ of every int it read from outside, by source; a later capture that sees a size (
 differ from the remembered one makes that dimension (that int) symbolic from then on.
 Sizes 0 and 1 stay specialized (ShapeEnv's rule), as do `mark_static` dimensions.
 
-A dynamic input tensor's fake comes from `FakeTensorMode.from_tensor` with a symbolic
-context, so its sizes and strides are SymInts; a dynamic int is a SymInt graph input.
+A dynamic input tensor's fake has the sizes and strides the ShapeEnv makes for it with a
+symbolic context (SymInts; `graph/fake_inputs.py`, through `FakeTensorMode.from_tensor`
+unless it is a plain tensor); a dynamic int is a SymInt graph input.
 Sizes read in the trace are `SymNodeVariable`s (`vars/symbolic.py`); torch's SymInt
 arithmetic builds the expressions, and a Python-level use that needs a value (`if`,
 `range`, an index, a dict key) specializes it (`guard_int`/`guard_bool`), which the
@@ -33,6 +34,7 @@ from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, Stateles
 from torch.utils._sympy.printers import PythonPrinter
 
 from ..guards.guard import Guard, GuardKind, ShapeClause
+from .fake_inputs import symbolic_fake_input
 
 _DYNAMIC = object()  # DynamicState.ints: this int changed between captures
 
@@ -162,7 +164,7 @@ class Shapes:
     def fake_tensor(self, fake_mode, real: torch.Tensor, source, dynamic: list):
         context = StatelessSymbolicContext(
             dynamic_sizes=[DimDynamic.DUCK if d else DimDynamic.STATIC for d in dynamic])
-        return fake_mode.from_tensor(real, source=_TorchSource(source.name()), symbolic_context=context)
+        return symbolic_fake_input(fake_mode, real, _TorchSource(source.name()), context)
 
     def symbol_for(self, value, source):
         """A fresh SymInt (SymFloat) for the int (float) `value` read at `source`."""
