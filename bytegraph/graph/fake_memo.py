@@ -47,10 +47,12 @@ class _NotMemoizable(Exception):
 # replacements applied), and the ShapeEnv's facts: the symbols' hints and ranges, the
 # replacements, the guards so far (`Shapes.state_token`, which interns them). A key with a
 # symbolic part carries that token, so an answer is only reused in the same state (in a
-# later capture of the same function, or anywhere the facts are the same). A run of the
-# kernel that changed the ShapeEnv (added a guard, refined a range) is not remembered
-# (`Shapes.version` before and after differ): an answer replays no facts, so only an op
-# that adds none may have one. A symbolic result is rebuilt with SymInts over the same
+# later capture of the same function, or anywhere the facts are the same). From the same
+# state the kernel teaches the ShapeEnv the same facts, and an answer must teach them too:
+# a run that only added guards (with the axioms they imply: slicing to `t // 2` guards
+# `t // 2 <= t`, which the ShapeEnv cannot prove) is remembered with that lesson, which the
+# answer replays (`Shapes.lesson_since`, `Shapes.replay`); a run that learned anything else
+# (a range refined, a replacement, divisibility) is not remembered. A symbolic result is rebuilt with SymInts over the same
 # expressions and hints, which is what the kernel's own SymInt arithmetic makes, over a
 # storage of the size the result's own had (Note [Symbolic allocation], graph/fake_alloc.py).
 _SYMBOLIC = object()  # marks a key part holding expressions (the key then needs the state token)
@@ -118,7 +120,7 @@ class _FreshResult(torch.autograd.Function):
 
 
 def _allocate(fake_mode, spec) -> FakeTensor:
-    shape, stride, storage, dtype, device, base, _ = spec
+    shape, stride, storage, dtype, device, base, _, _ = spec
     if base is not None:  # a no-grad view of a temporary: made anew the same way
         return torch.as_strided(_empty(fake_mode, *base, dtype, device), _sizes(fake_mode, shape),
                                 _sizes(fake_mode, stride))
@@ -154,22 +156,29 @@ def _arguments(args: tuple, kwargs: dict) -> list:
     return _tensors(tuple(kwargs.values()), _tensors(args, []))
 
 
-def lookup(fake_mode, key, args: tuple, kwargs: dict) -> FakeTensor | None:
-    """The remembered result of the call `key` was made from, or None (dispatch for real)."""
+def lookup(fake_mode, key, args: tuple, kwargs: dict, shapes=None) -> FakeTensor | None:
+    """The remembered result of the call `key` was made from, or None (dispatch for real);
+    an answer teaches `shapes` what the call taught it (Note [Symbolic memo])."""
     spec = _memo.get(key)
     if spec is None:
         return None
     if not spec[-1]:
-        return _allocate(fake_mode, spec)
-    grad_input = next((a for a in _arguments(args, kwargs) if a.requires_grad), None)
-    if grad_input is None:
-        return None
-    result = _FreshResult.apply(fake_mode, spec, grad_input)
-    return result if result.requires_grad else None
+        result = _allocate(fake_mode, spec)
+    else:
+        grad_input = next((a for a in _arguments(args, kwargs) if a.requires_grad), None)
+        if grad_input is None:
+            return None
+        result = _FreshResult.apply(fake_mode, spec, grad_input)
+        if not result.requires_grad:
+            return None
+    if spec[-2]:
+        shapes.replay(spec[-2])
+    return result
 
 
-def remember(key, args: tuple, kwargs: dict, result) -> None:
-    """Record `result`'s metadata if it is memoizable (see the module docstring)."""
+def remember(key, args: tuple, kwargs: dict, result, lesson: tuple = ()) -> None:
+    """Record `result`'s metadata if it is memoizable (see the module docstring), with what
+    the call taught the ShapeEnv."""
     if type(result) is not FakeTensor or (result.requires_grad and result.is_leaf):
         return
     sizes = _metadata(result)
@@ -180,7 +189,7 @@ def remember(key, args: tuple, kwargs: dict, result) -> None:
         base = _metadata(result._base) if result._base.dtype == result.dtype else None
         if base is None:
             return
-    _memo[key] = (*sizes, result.dtype, result.device, base, result.requires_grad)  # requires_grad last: lookup
+    _memo[key] = (*sizes, result.dtype, result.device, base, lesson, result.requires_grad)  # lookup reads the last two
 
 
 def _metadata(t) -> tuple | None:
@@ -206,8 +215,8 @@ def _metadata(t) -> tuple | None:
 # strides and storage offset are remembered, and an answer is the meta `as_strided` of the
 # base with them, run as Note [Direct views] (graph/fake_mode.py) runs a view's kernel: on
 # the fake tensor itself, below autograd (whose view tracking above is the op's own), the
-# storage shared. As for every symbolic memo entry, a kernel run that taught the ShapeEnv a
-# fact is not remembered.
+# storage shared. As for every symbolic memo entry, an answer replays the guards the kernel
+# run added, and a run that taught the ShapeEnv anything else is not remembered.
 _AS_STRIDED = torch.ops.aten.as_strided.default
 
 
@@ -217,14 +226,19 @@ def symbolic_view(mode, shapes, func, types, args: tuple):
     if key is not None:
         spec = _memo.get(key)
         if spec is not None:
-            return _views_of(mode, args[0], *spec)
-        version = shapes.version()
+            listed, specs, lesson = spec
+            out = _views_of(mode, args[0], listed, specs)
+            if lesson:
+                shapes.replay(lesson)
+            return out
+        mark = shapes.mark()
     out = FakeTensorMode.dispatch(mode, func, types, args, {})
-    if key is not None and shapes.version() == version:
+    lesson = shapes.lesson_since(mark) if key is not None else None
+    if lesson is not None:
         listed = type(out) is list
         specs = [_view_spec(t) for t in (out if listed else (out,))]
         if None not in specs:
-            _memo[key] = (listed, specs)
+            _memo[key] = (listed, specs, lesson)
     return out
 
 

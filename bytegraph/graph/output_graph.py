@@ -343,12 +343,14 @@ class OutputGraph:
         shapes = self.shapes
         key = fake_memo.memo_key(kind, target, args, kwargs, shapes) \
             if trace is None or not trace.state.enabled else None
-        if key is not None:
-            cached = fake_memo.lookup(self.fake_mode, key, args, kwargs)
-            if cached is not None:
-                return cached
         before = len(shapes.env.guards) if shapes is not None else 0
-        version = shapes.version() if shapes is not None and key is not None else None
+        if key is not None:
+            cached = fake_memo.lookup(self.fake_mode, key, args, kwargs, shapes)
+            if cached is not None:
+                if shapes is not None and len(shapes.env.guards) > before:
+                    shapes.locate(before, tx.guard_location())
+                return cached
+        mark = shapes.mark() if shapes is not None and key is not None else None
         try:
             if kind == "call_method":
                 result = getattr(args[0], target)(*args[1:], **kwargs)
@@ -365,9 +367,10 @@ class OutputGraph:
             raise UserCodeRaisesError(f"{_op_name(kind, target)} raises {type(e).__name__}: {e}",
                                       tx.location()) from e
         # Outside the `try`: an error here is bytegraph's, not the user's. A run that taught the
-        # ShapeEnv a fact is not remembered (Note [Symbolic memo]).
-        if key is not None and (version is None or shapes.version() == version):
-            fake_memo.remember(key, args, kwargs, result)
+        # ShapeEnv more than guards is not remembered (Note [Symbolic memo]).
+        lesson = () if mark is None else shapes.lesson_since(mark)
+        if key is not None and lesson is not None:
+            fake_memo.remember(key, args, kwargs, result, lesson)
         if shapes is not None and len(shapes.env.guards) > before:
             shapes.locate(before, tx.guard_location())
         return result

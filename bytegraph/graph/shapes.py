@@ -26,6 +26,7 @@ the user's spelling (`x.size(0) >= 2`, `x.size(1) == 5 (from model.py:12)`).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import sympy
 import torch
@@ -183,6 +184,35 @@ class Shapes:
         return (len(env.guards), len(env.var_to_range), env.range_updates, env._version_counter,
                 env._replacements_version_counter, len(env.axioms), len(env.backed_var_to_val),
                 len(env.size_like))
+
+    def mark(self) -> tuple:
+        """Where the ShapeEnv's facts are now, for `lesson_since` (Note [Symbolic memo])."""
+        env = self.env
+        return self.version(), len(env.guards), len(env.axioms)
+
+    def lesson_since(self, mark: tuple) -> tuple | None:
+        """What the ShapeEnv learned since `mark` if that was only guards and the axioms
+        they imply, as `replay` teaches it again: () when nothing, None when it learned
+        anything else (a symbol, a range, a replacement, divisibility, a runtime assert)."""
+        version, guards, axioms = mark
+        now = self.version()
+        if now == version:
+            return ()
+        if now[1:5] != version[1:5] or now[6:] != version[6:]:  # all but len(guards), len(axioms)
+            return None
+        env = self.env
+        return tuple(env.guards[guards:]), tuple(itertools.islice(env.axioms.items(), axioms, None))
+
+    def replay(self, lesson: tuple) -> None:
+        """Teach the ShapeEnv a lesson again, as the kernel run it came from taught it: its
+        guards appended (each symbol's guard count too) and their axioms added."""
+        guards, axioms = lesson
+        env = self.env
+        for guard in guards:
+            env.guards.append(guard)
+            for symbol in guard.expr.free_symbols:
+                env.symbol_guard_counter[symbol] += 1
+        env.axioms.update(axioms)
 
     def state_token(self) -> int:
         """The ShapeEnv's facts, interned: equal tokens, equal facts (Note [Symbolic memo])."""

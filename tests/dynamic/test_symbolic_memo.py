@@ -260,3 +260,59 @@ def test_symbolic_view_answer_is_torch_s_view(name, grad, empty_memo, view_answe
     with mode, torch.no_grad():
         answers[0].mul_(2)  # a write through the answer counts on its base's version counter
     assert x._version == before + 1
+
+
+def test_an_answer_teaches_the_guards_its_kernel_run_taught(empty_memo, view_answers):
+    """Slicing to `t // 2` guards `t // 2 <= t` (the ShapeEnv cannot prove it): an answer in
+    the same state adds that guard too, with its axioms, so the facts match a kernel run."""
+    from bytegraph.graph.fake_mode import make_fake_mode
+    from bytegraph.guards.sources import LocalSource
+
+    def run():
+        mode = make_fake_mode()
+        env = shapes.Shapes(mode)
+        x = env.fake_tensor(mode, torch.randn(3, 8, 4), LocalSource("x"), [True, True, False])
+        with mode:
+            half = x.shape[1] // 2
+            before = len(env.env.guards)
+            out = x[:, :half]
+        return out, env.env, before
+
+    cold, cold_env, cold_before = run()
+    answers = view_answers[0]
+    warm, warm_env, warm_before = run()
+    assert view_answers[0] > answers, "the second slice was not answered from the memo"
+    taught = [g.expr for g in cold_env.guards[cold_before:]]
+    assert taught, "the slice no longer teaches a guard: this test needs another op"
+    assert [g.expr for g in warm_env.guards[warm_before:]] == taught
+    assert warm_env.axioms == cold_env.axioms
+    assert dict(warm_env.symbol_guard_counter) == dict(cold_env.symbol_guard_counter)
+    assert _view_state(warm) == _view_state(cold)
+
+
+@pytest.mark.parametrize("fact,replayable", [
+    ("a guard", True),  # the ShapeEnv only appends a guard and its axioms
+    ("a replacement", False),  # n == x.size(1) replaces one symbol by the other
+    ("a range", False),  # n > 3 refines n's range
+])
+def test_only_guards_make_a_lesson(fact, replayable):
+    from bytegraph.graph.fake_mode import make_fake_mode
+    from bytegraph.guards.sources import LocalSource
+
+    mode = make_fake_mode()
+    env = shapes.Shapes(mode)
+    x = env.fake_tensor(mode, torch.randn(3, 5), LocalSource("x"), [True, True])
+    n = env.symbol_for(5, LocalSource("n"))
+    mark = env.mark()
+    assert env.lesson_since(mark) == ()
+    if fact == "a guard":
+        assert bool(n // 2 <= n)
+    elif fact == "a replacement":
+        assert bool(n == x.shape[1])
+    else:
+        assert bool(n > 3)
+    lesson = env.lesson_since(mark)
+    assert (lesson is not None) == replayable, lesson
+    if replayable:
+        guards, axioms = lesson
+        assert guards and axioms
