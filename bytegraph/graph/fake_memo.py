@@ -52,9 +52,10 @@ class _NotMemoizable(Exception):
 # a run that only added guards (with the axioms they imply: slicing to `t // 2` guards
 # `t // 2 <= t`, which the ShapeEnv cannot prove) is remembered with that lesson, which the
 # answer replays (`Shapes.lesson_since`, `Shapes.replay`); a run that learned anything else
-# (a range refined, a replacement, divisibility) is not remembered. A symbolic result is rebuilt with SymInts over the same
-# expressions and hints, which is what the kernel's own SymInt arithmetic makes, over a
-# storage of the size the result's own had (Note [Symbolic allocation], graph/fake_alloc.py).
+# (a range refined, a replacement, divisibility) is not remembered. A symbolic result is
+# rebuilt with SymInts over the same expressions and hints, which is what the kernel's own
+# SymInt arithmetic makes, over a storage of the size the result's own had (Note [Symbolic
+# allocation], graph/fake_alloc.py).
 _SYMBOLIC = object()  # marks a key part holding expressions (the key then needs the state token)
 
 

@@ -347,8 +347,7 @@ class OutputGraph:
         if key is not None:
             cached = fake_memo.lookup(self.fake_mode, key, args, kwargs, shapes)
             if cached is not None:
-                if shapes is not None and len(shapes.env.guards) > before:
-                    shapes.locate(before, tx.guard_location())
+                self._locate_shape_guards(tx, before)  # an answer replays its call's guards
                 return cached
         mark = shapes.mark() if shapes is not None and key is not None else None
         try:
@@ -371,9 +370,14 @@ class OutputGraph:
         lesson = () if mark is None else shapes.lesson_since(mark)
         if key is not None and lesson is not None:
             fake_memo.remember(key, args, kwargs, result, lesson)
+        self._locate_shape_guards(tx, before)
+        return result
+
+    def _locate_shape_guards(self, tx, before: int) -> None:
+        """The ShapeEnv guards added since it had `before` come from the current user line."""
+        shapes = self.shapes
         if shapes is not None and len(shapes.env.guards) > before:
             shapes.locate(before, tx.guard_location())
-        return result
 
 
     def _before_inplace(self, args, kwargs) -> None:
