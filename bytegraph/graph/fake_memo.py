@@ -22,7 +22,8 @@ non-leaf like the op's real result, so `requires_grad`, `is_leaf`, `grad_fn is N
 and later in-place ops behave the same. Everything else dispatches for real.
 
 Under symbolic sizes (graph/shapes.py) the same memo answers, Note [Symbolic memo], and
-it also answers views of symbolic fakes, at the fake mode's dispatch, Note [Symbolic views].
+it also answers views of symbolic fakes, at the fake mode's dispatch, Note [Symbolic views],
+and above autograd for an op's view of its argument, Note [Views of arguments].
 """
 from __future__ import annotations
 
@@ -163,6 +164,11 @@ def lookup(fake_mode, key, args: tuple, kwargs: dict, shapes=None) -> FakeTensor
     spec = _memo.get(key)
     if spec is None:
         return None
+    if type(spec) is _ArgumentView:
+        result = _view_of_argument(fake_mode, _arguments(args, kwargs)[0], spec)
+        if spec[3]:
+            shapes.replay(spec[3])
+        return result
     if not spec[-1]:
         result = _allocate(fake_mode, spec)
     else:
@@ -180,10 +186,18 @@ def lookup(fake_mode, key, args: tuple, kwargs: dict, shapes=None) -> FakeTensor
 def remember(key, args: tuple, kwargs: dict, result, lesson: tuple = ()) -> None:
     """Record `result`'s metadata if it is memoizable (see the module docstring), with what
     the call taught the ShapeEnv."""
-    if type(result) is not FakeTensor or (result.requires_grad and result.is_leaf):
+    if type(result) is not FakeTensor:
+        return
+    tensors = _arguments(args, kwargs)
+    if any(torch._C._is_alias_of(result, a) for a in tensors):
+        view = _ArgumentView.of(result, tensors, kwargs, lesson)
+        if view is not None:
+            _memo[key] = view
+        return
+    if result.requires_grad and result.is_leaf:
         return
     sizes = _metadata(result)
-    if sizes is None or any(torch._C._is_alias_of(result, a) for a in _arguments(args, kwargs)):
+    if sizes is None:
         return
     base = None
     if result._is_view() and not torch.is_grad_enabled():
@@ -223,6 +237,8 @@ _AS_STRIDED = torch.ops.aten.as_strided.default
 
 def symbolic_view(mode, shapes, func, types, args: tuple):
     """The fake result(s) of view op `func` on `args` under the capture's `shapes`."""
+    if mode.bg_view_known and func is _AS_STRIDED:  # Note [Views of arguments]
+        return _strided_view(mode, *args)
     key = memo_key("view", func, args, {}, shapes)
     if key is not None:
         spec = _memo.get(key)
@@ -252,12 +268,16 @@ def _view_spec(t) -> tuple | None:
 
 def _views_of(mode, base, listed: bool, specs: list):
     env = mode.shape_env
-    with in_kernel_invocation_manager(mode):
-        outs = [_AS_STRIDED(base, shape.rebuild(env), stride.rebuild(env), offset.rebuild(env)[0])
-                for shape, stride, offset in specs]
-    device = base.fake_device
-    outs = [new_fake(mode, t, device) for t in outs]
+    outs = [_strided_view(mode, base, shape.rebuild(env), stride.rebuild(env), offset.rebuild(env)[0])
+            for shape, stride, offset in specs]
     return outs if listed else outs[0]
+
+
+def _strided_view(mode, base, shape, stride, offset) -> FakeTensor:
+    """The view of `base` with these sizes, strides and offset, below autograd."""
+    with in_kernel_invocation_manager(mode):
+        out = _AS_STRIDED(base, shape, stride, offset)
+    return new_fake(mode, out, base.fake_device)
 
 
 class _SymbolicSizes(tuple):
@@ -280,3 +300,52 @@ class _SymbolicSizes(tuple):
 
     def rebuild(self, env) -> list:
         return [s if type(s) is int else torch.SymInt(SymNode(s[0], env, int, s[1])) for s in self]
+
+
+# Note [Views of arguments]
+# A composite view op (`reshape`, indexing, `flatten`) on a symbolic fake does its SymInt
+# arithmetic above the fake mode's dispatch, in torch's C++ composite kernel, each step a
+# Python `SymNode` operation (`reshape(b * t, d)`: ~0.7 ms; a slice to `t // 2`: ~0.45),
+# which the memo of Note [Symbolic views] below it cannot skip. When an op's one tensor
+# argument is symbolic and its result is a view of that argument's storage (its `_base` the
+# argument's), with the same dtype and conj and neg bits, but not the argument itself, the
+# result's sizes, strides and storage offset are a function of the key as for any symbolic
+# result (Note [Symbolic memo]), and an answer is the argument's `as_strided` to them. That
+# runs above autograd, so autograd makes the view (`_base`, the version counter, the
+# creation mark of a view made under no_grad) as it does for the op's own result, and the
+# fake mode answers it with its meta kernel (`bg_view_known`), not torch's fake path, whose
+# storage bound checks could guard what the op's run did not. The lesson is replayed as for
+# every symbolic answer. Not kept: static views (they cost microseconds above the dispatch,
+# and their kernels are answered directly there, Note [Direct views] in graph/fake_mode.py);
+# ops with another tensor argument (a tensor index: the offset can depend on the value of
+# a constant fake, which the key does not hold); ops writing to `out=`.
+class _ArgumentView(tuple):
+    """(sizes, strides, storage offset as `_SymbolicSizes`, lesson) of a view of an op's
+    one tensor argument."""
+
+    @classmethod
+    def of(cls, result, tensors: list, kwargs: dict, lesson: tuple) -> "_ArgumentView | None":
+        """The entry for `result` of an op on `tensors` (its fake tensor arguments), or None."""
+        if len(tensors) != 1 or "out" in kwargs:
+            return None
+        base = tensors[0]
+        if result is base or not result._is_view():
+            return None
+        if not (result._has_symbolic_sizes_strides or base._has_symbolic_sizes_strides):
+            return None
+        if result._base is not (base._base if base._is_view() else base) or result.dtype != base.dtype \
+                or result.is_conj() != base.is_conj() or result.is_neg() != base.is_neg():
+            return None
+        spec = _view_spec(result)
+        return None if spec is None else cls((*spec, lesson))
+
+
+def _view_of_argument(fake_mode, base, spec: _ArgumentView) -> FakeTensor:
+    """The view of `base` that `spec` remembers, made above autograd."""
+    shape, stride, offset, _ = spec
+    env = fake_mode.shape_env
+    fake_mode.bg_view_known = True
+    try:
+        return base.as_strided(shape.rebuild(env), stride.rebuild(env), offset.rebuild(env)[0])
+    finally:
+        fake_mode.bg_view_known = False

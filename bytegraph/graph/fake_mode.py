@@ -63,6 +63,7 @@ def make_fake_mode() -> FakeTensorMode:
     mode = FakeTensorMode()
     mode.__torch_dispatch__ = MethodType(_torch_dispatch, mode)
     mode.bg_shapes = None  # the capture's `Shapes` (graph/shapes.py) once it has symbolic sizes
+    mode.bg_view_known = False  # an `as_strided` answering a view memo entry (Note [Views of arguments])
     return mode
 
 

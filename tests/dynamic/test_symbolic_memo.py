@@ -61,6 +61,17 @@ def views(x):
     return (first * second).sum(-1), x.unbind(2)[0].t(), window.sum(0), wide, x.unfold(1, 2, 1).sum(-1)
 
 
+def writes(x):
+    b, t, d = x.shape
+    y = x * 1
+    flat = y.reshape(b * t, d)
+    flat[:, 0] = 0  # through a view of y: y changes too
+    with torch.no_grad():
+        frozen = y.flatten(0, 1)[: t // 2]
+    y.unflatten(2, (2, d // 2))[..., 1].mul_(2)
+    return y, frozen.sum(-1), flat.mean()
+
+
 def training_step(x):
     loss = (_MLP(x) ** 2).mean()
     return loss
@@ -73,6 +84,7 @@ CASES = {
     "heads": (heads, lambda b, t: torch.randn(b, t, 8), [0, 1], [(3, 4), (2, 7)]),
     "shape_arithmetic": (shape_arithmetic, lambda b, t: torch.randn(b, t, 3), [0, 1], [(2, 6), (5, 3)]),
     "views": (views, lambda b, t: torch.randn(b, t, 8), [0, 1], [(3, 5), (2, 9), (5, 3)]),
+    "writes": (writes, lambda b, t: torch.randn(b, t, 8), [0, 1], [(3, 5), (2, 9), (5, 3)]),
 }
 
 
@@ -109,15 +121,17 @@ def symbolic_answers(monkeypatch):
 
 @pytest.fixture
 def view_answers(monkeypatch):
-    """How many view calls the memo answered (Note [Symbolic views])."""
+    """How many view calls the memo answered, at the fake mode's dispatch (Note [Symbolic
+    views]) or above autograd (Note [Views of arguments])."""
     count = [0]
-    views_of = fake_memo._views_of
+    for name in ("_views_of", "_view_of_argument"):
+        answer = getattr(fake_memo, name)
 
-    def counting(*args):
-        count[0] += 1
-        return views_of(*args)
+        def counting(*args, answer=answer):
+            count[0] += 1
+            return answer(*args)
 
-    monkeypatch.setattr(fake_memo, "_views_of", counting)
+        monkeypatch.setattr(fake_memo, name, counting)
     return count
 
 
@@ -130,7 +144,7 @@ def test_memo_answers_give_the_same_graph_and_guards(name, empty_memo, symbolic_
     compiled, warm_guards, warm_graph = _capture(fn, x, dims)
     assert symbolic_answers[0] + view_answers[0] > cold_answers + cold_views, \
         "the second capture answered no symbolic op from the memo"
-    if name in ("attention", "heads", "views"):
+    if name in ("attention", "heads", "views", "writes"):
         assert view_answers[0] > cold_views, "the second capture answered no view from the memo"
     assert warm_graph == cold_graph
     assert warm_guards == cold_guards
