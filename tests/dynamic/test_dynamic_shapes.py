@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from dynamic_support import check_calls
+from helpers import assert_same
 
 
 def batches(*rest, sizes=(2, 3, 4, 5, 3)):
@@ -275,3 +276,26 @@ def test_dynamic_entry_guard_is_one_function():
     assert source.count("def ") == 1 and "x.size()" in source
     assert entries[1].guards.fn(torch.randn(9, 3)) and not entries[1].guards.fn(torch.randn(9, 4))
     assert not entries[1].guards.fn(torch.randn(1, 3))  # 1 is specialized
+
+
+def test_the_graph_call_reads_a_tensor_s_shape_once_for_its_sizes():
+    import dis
+
+    import bytegraph
+
+    def f(x):
+        b, t, d = x.shape
+        return x.reshape(b * t, d).sum(0) * t + b
+
+    x = torch.randn(3, 5, 4)
+    bytegraph.mark_dynamic(x, [0, 1])
+    cf = bytegraph.compile(f, backend="eager")
+    assert_same(cf(x), f(x))
+    (entry,) = cf.__bg_compiled__.entries
+    loads = [(i.opname, i.argval) for i in dis.get_instructions(entry.fn)]
+    assert loads.count(("LOAD_ATTR", "shape")) == 1, loads  # `x.shape[0]`, `x.shape[1]` from one read
+    assert ("LOAD_METHOD", "size") not in loads, loads
+    for sizes in [(2, 7, 4), (6, 3, 4)]:
+        y = torch.randn(*sizes)
+        assert_same(cf(y), f(y))
+    assert len(cf.__bg_compiled__.entries) == 1
