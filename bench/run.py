@@ -134,7 +134,7 @@ def _capture_once(system: System, work: Workload, expected: Any, m: Measurement)
         m.capture_ms_samples.append((time.perf_counter() - start) * 1e3)
     m.graphs = system.graphs() - graphs
     try:
-        torch.testing.assert_close(case.comparable(out), expected)
+        torch.testing.assert_close(case.comparable(out), case.comparable(case()) if expected is None else expected)
     except AssertionError as exc:
         raise AssertionError(f"output differs from eager: {exc}") from None
     m.compiled, m.case = compiled, case
@@ -226,7 +226,14 @@ def run_workload(work: Workload, captures: int | None, rounds: int, max_calls: i
     captures = captures or work.captures or DEFAULT_CAPTURES
     rounds = max(rounds, work.rounds or 0)
     results = measure_captures(work, captures)
-    eager_rounds = measure_per_call(work.build(), results, rounds, max_calls)
+    timed = dict(results)
+    if work.timed_with:
+        timed[_companion(work.timed_with)] = companion = Measurement()
+        try:
+            _capture_once(SYSTEMS[0], WORKLOADS[work.timed_with], None, companion)
+        except Exception as exc:
+            companion.fail(exc)
+    eager_rounds = measure_per_call(work.build(), timed, rounds, max_calls)
     eager_us = statistics.median(eager_rounds)
     row: dict[str, Any] = {"name": work.name, "description": work.description, "eager_us": eager_us,
                            "eager_us_rounds": eager_rounds, "systems": {}, "captures": captures,
@@ -242,11 +249,19 @@ def run_workload(work: Workload, captures: int | None, rounds: int, max_calls: i
             "error": m.error,
             "traceback": m.traceback,
         }
+    if work.timed_with:
+        m = timed[_companion(work.timed_with)]
+        row["companion"] = {"name": work.timed_with, "error": m.error,
+                            "overhead_us": _paired_overhead(m.per_call_us_rounds, eager_rounds)}
     ours, theirs = row["systems"]["bytegraph"], row["systems"]["torch.compile"]
     for metric, target in row["targets"].items():
         row[f"{metric}_ratio"] = _ratio(ours[metric], theirs[metric])
         row[f"{metric}_verdict"] = _verdict(ours[metric], theirs[metric], target)
     return row
+
+
+def _companion(name: str) -> str:
+    return f"bytegraph on {name}"
 
 
 def _headers(capture_target: float, overhead_target: float) -> tuple[str, ...]:
@@ -311,9 +326,14 @@ def _ratio_checks(rows: list[dict[str, Any]]) -> list[str]:
     from bench import break_workloads, dynamic_workloads
 
     by_name = {row["name"]: row["systems"]["bytegraph"] for row in rows}
+    companions = {(row["name"], row["companion"]["name"]): row["companion"] for row in rows if "companion" in row}
     lines = []
     for metric, numerator, denominator, target, label in break_workloads.RATIO_CHECKS + dynamic_workloads.RATIO_CHECKS:
         a, b = (by_name.get(numerator) or {}).get(metric), (by_name.get(denominator) or {}).get(metric)
+        paired = companions.get((numerator, denominator)) if metric == "overhead_us" else None
+        if paired is not None and paired["overhead_us"] is not None:
+            b = paired["overhead_us"]  # timed in the numerator's own rounds
+            label = f"{label} (timed in the same rounds)"
         if a is None or b is None:
             continue
         unit = "ms" if metric == "capture_ms" else "µs"

@@ -44,14 +44,17 @@ class Case:
 class Workload:
     """`captures` overrides the run's fresh captures per system (slow workloads take fewer);
     `rounds` is the least number of timing rounds it takes (a workload judged on an overhead
-    of a few µs takes more, so the median of paired differences resolves it); the targets are
-    the bytegraph / torch.compile ratios this workload must stay under."""
+    of a few µs takes more, so the median of paired differences resolves it); `timed_with`
+    names a workload whose bytegraph entry is timed in this one's rounds too, so that a ratio
+    check between the two overheads compares the same rounds (bench.run._ratio_checks); the
+    targets are the bytegraph / torch.compile ratios this workload must stay under."""
 
     name: str
     description: str
     build: Callable[[], Case]
     captures: int | None = None
     rounds: int | None = None
+    timed_with: str | None = None
     capture_target: float = CAPTURE_RATIO_TARGET
     overhead_target: float = OVERHEAD_RATIO_TARGET
 
