@@ -107,7 +107,7 @@ def _clauses(guards: list[Guard], bind) -> tuple[list[str], list[list]]:
     return clauses, used
 
 
-_WALRUS = re.compile(r"(\w+) :=")
+_WALRUS = re.compile(r"\b(\w+) :=")  # \b: a match is tried at word starts only, not inside each name
 _NAME = re.compile(r"__bg_\w+")
 
 
@@ -168,7 +168,9 @@ def _render(guards: list[Guard], clauses: list[str], used: list[list], bind, arg
             f"        return False\n")
 
 
-_FIRST_READ = re.compile(r"(?:'\w*' (?:not )?in )?(?:[\w(]|\w+ := )*")
+# Possessive: a prefix that does not match fails at once, with no retry of every way to split
+# its names into `[\w(]` characters (the same strings match as with `(?:[\w(]|\w+ := )*`).
+_FIRST_READ = re.compile(r"(?:'\w*' (?:not )?in )?(?:\(|\w++(?: := )?)*+")
 
 
 def _binds_first(clause: str, new: list) -> bool:
