@@ -212,15 +212,20 @@ class OutputGraph:
                 return real
         return None
 
-    def add_input(self, source, real: torch.Tensor, guarded: bool = True) -> TensorVariable:
+    def add_input(self, source, real: torch.Tensor, guarded: bool = True,
+                  named_after: str | None = None) -> TensorVariable:
         """The graph input read from `source` (`real` now); `guarded=False` for an input
-        the residual code makes per call (its source names no value of the frame)."""
+        the residual code makes per call (its source names no value of the frame). Its
+        placeholder is named after `source`'s name, or after `named_after` (a parameter's
+        module path, not the guard alias it is read through: `l_self_layers_3_weight`)."""
         existing = self._input_by_id.get(id(real))
         if existing is not None:
             self.add_guard(Guard(GuardKind.SAME_OBJECT, source, existing.source))
             return existing
-        name = _placeholder_name(source.name(), len(self.inputs))
+        name = _placeholder_name(source.name() if named_after is None else named_after, len(self.inputs))
         node = self.root_graph.placeholder(name)
+        if named_after is not None:
+            node.target = node.name  # the graph function's parameter name
         dynamic = self.dynamic.dynamic_dims(source, real) if self.dynamic is not None and guarded else None
         if dynamic is None:
             example = fake_input(self.fake_mode, real)

@@ -328,8 +328,8 @@ class NNModuleVariable(UserObjectVariable):
             cached = tx.output.tracked.get(source)
             if cached is None:
                 # its tensor guard binds it, so the rest of that guard does not re-walk the path
-                cached = tx.output.add_input(_Alias(source, f"__bg_t{_next_alias(tx)}"), value)
-                _name_placeholder(cached.node, source.describe())
+                cached = tx.output.add_input(_Alias(source, f"__bg_t{_next_alias(tx)}"), value,
+                                             named_after=source.describe())
                 tx.output.tracked[source] = cached
             return cached
         return tx.wrap(value, source)
@@ -641,14 +641,6 @@ def build_weakref(tx, ref, source, do_guard: bool) -> WeakRefVariable:
     if do_guard:
         tx.output.add_guard(Guard(GuardKind.TYPE_MATCH, source, type(ref), tx.guard_location()))
     return WeakRefVariable(ref, source)
-
-
-def _name_placeholder(node, path: str) -> None:
-    """Name a parameter's placeholder after its module path (`l_self_layers_3_weight`),
-    not after the guard alias it was read through."""
-    if node.op == "placeholder" and hasattr(node, "_rename"):
-        node._rename("l_" + "".join(c if c.isalnum() else "_" for c in path).strip("_"))
-        node.target = node.name  # the graph function's parameter name
 
 
 def _global_hooks(tx) -> bool:
