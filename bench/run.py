@@ -134,7 +134,7 @@ def _capture_once(system: System, work: Workload, expected: Any, m: Measurement)
         m.capture_ms_samples.append((time.perf_counter() - start) * 1e3)
     m.graphs = system.graphs() - graphs
     try:
-        torch.testing.assert_close(case.comparable(out), case.comparable(case()) if expected is None else expected)
+        torch.testing.assert_close(case.comparable(out), expected)
     except AssertionError as exc:
         raise AssertionError(f"output differs from eager: {exc}") from None
     m.compiled, m.case = compiled, case
@@ -229,8 +229,10 @@ def run_workload(work: Workload, captures: int | None, rounds: int, max_calls: i
     timed = dict(results)
     if work.timed_with:
         timed[_companion(work.timed_with)] = companion = Measurement()
+        other = WORKLOADS[work.timed_with]
         try:
-            _capture_once(SYSTEMS[0], WORKLOADS[work.timed_with], None, companion)
+            eager = other.build()
+            _capture_once(SYSTEMS[0], other, eager.comparable(eager()), companion)
         except Exception as exc:
             companion.fail(exc)
     eager_rounds = measure_per_call(work.build(), timed, rounds, max_calls)

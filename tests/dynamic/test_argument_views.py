@@ -44,12 +44,6 @@ def _view_state(t):
 
 
 @pytest.fixture
-def empty_memo(monkeypatch):
-    monkeypatch.setattr(fake_memo, "_memo", {})
-    monkeypatch.setattr(shapes, "_STATE_TOKENS", {})
-
-
-@pytest.fixture
 def answers(monkeypatch):
     """How many calls were answered as views of their argument."""
     count = [0]

@@ -99,12 +99,6 @@ def _capture(fn, x, dims):
 
 
 @pytest.fixture
-def empty_memo(monkeypatch):
-    monkeypatch.setattr(fake_memo, "_memo", {})
-    monkeypatch.setattr(shapes, "_STATE_TOKENS", {})
-
-
-@pytest.fixture
 def symbolic_answers(monkeypatch):
     """How many memo answers had symbolic sizes."""
     count = [0]
