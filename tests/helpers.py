@@ -235,6 +235,11 @@ def assert_same(expected, actual, where="value", rtol=None, atol=None, _seen=Non
     if isinstance(expected, float) and isinstance(actual, float) and math.isnan(expected):
         assert math.isnan(actual), f"{where}: {actual!r} != eager nan"
         return
+    if isinstance(expected, float) and isinstance(actual, float) and (rtol is not None or atol is not None):
+        # a tensor's `.item()` under the same tolerance as the tensor (e.g. inductor's kernels)
+        assert math.isclose(actual, expected, rel_tol=rtol or 0.0, abs_tol=atol or 0.0), (
+            f"{where}: {actual!r} != eager {expected!r} (rtol={rtol}, atol={atol})")
+        return
     if isinstance(expected, torch.nn.Module):
         assert_same(dict(expected.named_parameters()), dict(actual.named_parameters()), f"{where}.<params>", rtol, atol, _seen)
         assert_same(dict(expected.named_buffers()), dict(actual.named_buffers()), f"{where}.<buffers>", rtol, atol, _seen)
