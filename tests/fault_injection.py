@@ -57,6 +57,8 @@ POINTS = (
     InjectionPoint("guard building", "`OutputGraph.add_guard` and `add_guard_at` (every guard the trace "
                    "installs)", ("bytegraph.graph.output_graph.OutputGraph.add_guard",
                                  "bytegraph.graph.output_graph.OutputGraph.add_guard_at")),
+    InjectionPoint("guard finishing", "`OutputGraph.finish_guards` (the capture's guard list, shape clauses "
+                   "rendered)", ("bytegraph.graph.output_graph.OutputGraph.finish_guards",)),
     InjectionPoint("guard compilation", "`guards/compile.py::CompiledGuards` (the generated guard function "
                    "of a compiled or an eager entry)", ("bytegraph.guards.compile.CompiledGuards.__init__",)),
     InjectionPoint("fake-tensor op execution", "`OutputGraph.call_op` (an op run on fake tensors, its FX node)",

@@ -18,8 +18,13 @@ Sizes read in the trace are `SymNodeVariable`s (`vars/symbolic.py`); torch's Sym
 arithmetic builds the expressions, and a Python-level use that needs a value (`if`,
 `range`, an index, a dict key) specializes it (`guard_int`/`guard_bool`), which the
 ShapeEnv records as a guard. At the end of the capture (`Shapes.render`) each dynamic
-input tensor gets clauses over its sizes, strides and offset (binding each symbol to the
-first size that carries it), and every ShapeEnv guard and symbol range becomes one
+input tensor gets clauses over its sizes and strides, and over its storage offset only when
+that is symbolic: a static offset is not guarded, as on a static tensor and in torch's
+`produce_guards(ignore_static=True)`, since the graph does not depend on it and a trace
+that reads it pins it on read (`vars/tensor.py`); a symbol of its own (the offset
+`from_tensor` makes for a view at offset >= 2) is bound to `x.storage_offset()`, so the
+ShapeEnv's guards may use it. Each symbol is bound to the first size (or int input) that
+carries it, and every ShapeEnv guard and symbol range becomes one
 clause, all inside the entry's one guard function; each says on a miss what it checks in
 the user's spelling (`x.size(0) >= 2`, `x.size(1) == 5 (from model.py:12)`).
 """
@@ -285,8 +290,11 @@ class Shapes:
                                                            f"{what}.stride() == ({text})"), loc))
         offset = fake.storage_offset()
         offset = env.simplify(sympy.sympify(offset.node.expr if isinstance(offset, torch.SymInt) else offset))
-        out.append(Guard(GuardKind.SHAPE, src, printer.equality(f"{name}.storage_offset()",
-                                                                f"{what}.storage_offset()", offset), loc))
+        if isinstance(offset, sympy.Symbol) and not printer.bound(offset):  # from_tensor's duck offset
+            printer.bind(offset, f"{name}.storage_offset()", f"{what}.storage_offset()")
+        elif not offset.is_number:  # Note [Symbolic sizes]: a static offset is not guarded
+            out.append(Guard(GuardKind.SHAPE, src, printer.equality(f"{name}.storage_offset()",
+                                                                    f"{what}.storage_offset()", offset), loc))
         return out
 
     def _env_clauses(self, printer: "_Printer") -> list:

@@ -276,6 +276,8 @@ class CompiledFunction:
     def _fallback(self, reason: str, failure):
         """Run the frame eagerly, cached under the guards the failed trace had collected."""
         logger("graph_breaks").debug("running %s eagerly: %s", self.code.co_qualname, reason)
+        if failure.guards is None:  # the capture could not make them (translate/capture.py)
+            return self.fn
         try:
             guards = self._compile_guards(failure.guards)
         except InternalTracerError as e:  # not cached: the next call tries again

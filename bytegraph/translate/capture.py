@@ -70,23 +70,31 @@ def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = Fa
             output = OutputGraph(dynamic)
             output.speculation_log = log
             new_fn, graph_module, graph, brk = _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn)
-            guards = output.finish_guards()
         except RestartCapture:
             if log.restart():
                 continue
             raise InternalTracerError(AssertionError(f"{fn.__qualname__}: the capture restarted "
-                                                     "too often"), output.finish_guards()) from None
+                                                     "too often"), _finished_guards(output)) from None
         except GraphBreak as e:
             if len(e.chain) > 1 and not fullgraph and log.break_at_root(e) and log.restart():
                 continue
-            e.guards = output.finish_guards()
+            e.guards = _finished_guards(output)
             raise
         except UserCodeRaisesError as e:
-            e.guards = output.finish_guards()
+            e.guards = _finished_guards(output)
             raise
         except Exception as e:  # a tracer bug: reported with the guards seen so far
-            raise InternalTracerError(e, output.finish_guards() if output is not None else []) from e
-        return Capture(new_fn, guards, graph_module, graph, time.perf_counter() - start, brk)
+            raise InternalTracerError(e, _finished_guards(output) if output is not None else []) from e
+        return Capture(new_fn, _finished_guards(output), graph_module, graph, time.perf_counter() - start, brk)
+
+
+def _finished_guards(output) -> list:
+    """`output.finish_guards()`; failing to make them is a tracer bug, an InternalTracerError
+    without guards (its eager fallback is then not cached: the next call captures again)."""
+    try:
+        return output.finish_guards()
+    except Exception as e:
+        raise InternalTracerError(e, None) from e
 
 
 def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from dynamic_support import check_calls
-from helpers import assert_same
+from helpers import assert_same, clone_inputs
 
 
 def batches(*rest, sizes=(2, 3, 4, 5, 3)):
@@ -299,3 +299,38 @@ def test_the_graph_call_reads_a_tensor_s_shape_once_for_its_sizes():
         y = torch.randn(*sizes)
         assert_same(cf(y), f(y))
     assert len(cf.__bg_compiled__.entries) == 1
+
+
+def _at_offset(offset, *sizes):
+    """A contiguous tensor of `sizes` that starts `offset` elements into its storage (a leaf)."""
+    numel = math.prod(sizes)
+    return torch.randn(offset + numel)[offset:].view(*sizes)
+
+
+def test_a_dynamic_entry_serves_inputs_at_another_storage_offset():
+    def f(x):
+        return x.sum(0) * x.shape[0]
+
+    calls = [torch.randn(2, 3), torch.randn(4, 3), _at_offset(5, 6, 3), _at_offset(2, 3, 3)]
+    assert [c.storage_offset() for c in clone_inputs(calls)] == [0, 0, 5, 2]  # the copies keep it
+    _, cf = check_calls(f, calls, graphs=2)
+    guard_source = cf.__bg_compiled__.entries[1].guards.source
+    assert "storage_offset" not in guard_source, guard_source  # static offsets are not guarded
+
+
+def test_reading_the_storage_offset_of_a_dynamic_input_guards_it():
+    def f(x):
+        return x * x.storage_offset() + x.shape[0]
+
+    calls = [torch.randn(2, 3), torch.randn(4, 3), _at_offset(5, 6, 3), _at_offset(5, 3, 3), torch.randn(5, 3)]
+    check_calls(f, calls, graphs=3)  # offset 0 (static, then dynamic), offset 5
+
+
+def test_a_dynamic_capture_of_an_input_at_an_offset_binds_the_offset():
+    def f(x):
+        return x.sum(0) * x.shape[0], x[1:].sum()
+
+    calls = [torch.randn(2, 3), _at_offset(5, 4, 3), _at_offset(7, 6, 3), _at_offset(3, 5, 3)]
+    _, cf = check_calls(f, calls, graphs=2)
+    guard_source = cf.__bg_compiled__.entries[1].guards.source
+    assert "x.storage_offset()" in guard_source, guard_source  # the offset's symbol, bound there
