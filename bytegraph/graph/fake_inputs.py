@@ -58,7 +58,7 @@ def symbolic_fake_input(fake_mode, real: torch.Tensor, source, context) -> FakeT
         return fake_mode.from_tensor(real, source=source, symbolic_context=context)
     sizes, strides, _ = env.create_symbolic_sizes_strides_storage_offset(real, source, symbolic_context=context)
     itemsize = real.element_size()
-    extent = 1 + sympy.Add(*[(_expr(n) - 1) * _expr(s) for n, s in zip(sizes, strides)])
+    extent = 1 + sympy.Add(*[(size_expr(n) - 1) * size_expr(s) for n, s in zip(sizes, strides)])
     hint = 1 + sum((n - 1) * s for n, s in zip(real.shape, real.stride()))
     storage = torch.SymInt(SymNode(sympy.sympify(itemsize * extent), env, int, itemsize * hint))
     fake = empty_symbolic_fake(fake_mode, sizes, strides, storage, real.dtype, real.device, real.requires_grad)
@@ -67,5 +67,6 @@ def symbolic_fake_input(fake_mode, real: torch.Tensor, source, context) -> FakeT
     return fake
 
 
-def _expr(size):
+def size_expr(size):
+    """The sympy expression of a size, stride or offset (a SymInt or an int)."""
     return size.node.expr if type(size) is torch.SymInt else sympy.Integer(size)

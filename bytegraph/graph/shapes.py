@@ -40,7 +40,7 @@ from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, Stateles
 from torch.utils._sympy.printers import PythonPrinter
 
 from ..guards.guard import Guard, GuardKind, ShapeClause
-from .fake_inputs import symbolic_fake_input
+from .fake_inputs import size_expr, symbolic_fake_input
 
 _DYNAMIC = object()  # DynamicState.ints: this int changed between captures
 
@@ -275,21 +275,19 @@ class Shapes:
             f"requires_grad={spec.requires_grad}) of {fake.dim()} dimensions"), loc)]
         env = self.env
         for i, size in enumerate(fake.shape):
-            expr = env.simplify(sympy.sympify(size.node.expr if isinstance(size, torch.SymInt) else size))
+            expr = env.simplify(size_expr(size))
             if isinstance(expr, sympy.Symbol) and not printer.bound(expr):
                 printer.bind(expr, f"{size_name}[{i}]", f"{what}.size({i})")
                 continue
             out.append(Guard(GuardKind.SHAPE, src, printer.equality(f"{size_name}[{i}]", f"{what}.size({i})", expr),
                              loc))
-        strides = [env.simplify(sympy.sympify(s.node.expr if isinstance(s, torch.SymInt) else s))
-                   for s in fake.stride()]
+        strides = [env.simplify(size_expr(s)) for s in fake.stride()]
         comma = "," if len(strides) == 1 else ""
         code = ", ".join(printer.code(s) for s in strides) + comma
         text = ", ".join(printer.text(s) for s in strides) + comma
         out.append(Guard(GuardKind.SHAPE, src, ShapeClause(f"{name}.stride() == ({code})", (),
                                                            f"{what}.stride() == ({text})"), loc))
-        offset = fake.storage_offset()
-        offset = env.simplify(sympy.sympify(offset.node.expr if isinstance(offset, torch.SymInt) else offset))
+        offset = env.simplify(size_expr(fake.storage_offset()))
         if isinstance(offset, sympy.Symbol) and not printer.bound(offset):  # from_tensor's duck offset
             printer.bind(offset, f"{name}.storage_offset()", f"{what}.storage_offset()")
         elif not offset.is_number:  # Note [Symbolic sizes]: a static offset is not guarded
