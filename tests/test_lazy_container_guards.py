@@ -213,7 +213,24 @@ def test_appended_list_returned_is_the_real_list():
 
 # ---------------------------------------------------------------- read: guarded, recompiled
 
-def test_length_read_after_append_guards_the_length():
+def test_length_used_as_a_python_value_guards_the_length():
+    """A loop bound is specialized, symbolic or not: one graph per length."""
+    def make():
+        log = []
+
+        def f(x):
+            log.append(1)
+            for i in range(len(log)):  # unrolled: a stale entry would add the wrong terms
+                x = x + i
+            return x
+        return f, lambda: list(log)
+
+    assert run_calls(make, calls=5).frame_count == 5
+
+
+def test_length_in_tensor_arithmetic_becomes_a_graph_input_once_it_changes():
+    """Issue 16: a log that grows on every call, its length read into tensor arithmetic,
+    compiles twice (static, then with the length a symbolic input), not once per length."""
     def make():
         log = []
 
@@ -222,7 +239,7 @@ def test_length_read_after_append_guards_the_length():
             return x * len(log)  # a stale entry would multiply by an old length
         return f, lambda: list(log)
 
-    assert run_calls(make, calls=5).frame_count == 5
+    assert run_calls(make, calls=8).frame_count == 2
 
 
 def test_length_read_does_not_guard_the_items():
@@ -368,7 +385,7 @@ def test_read_then_append_across_a_graph_break():
         return f, lambda: list(log)
 
     counter = run_calls(make, calls=4)
-    assert counter.frame_count == 1 + 4  # the part before the break once, the resume per length
+    assert counter.frame_count == 1 + 2  # the part before the break once, the resume static then symbolic
 
 
 def test_guard_dropped_would_be_wrong_for_an_appended_then_read_list():
@@ -384,7 +401,7 @@ def test_guard_dropped_would_be_wrong_for_an_appended_then_read_list():
         return f, lambda: list(log)
 
     counter = run_calls(make, calls=6, arg=lambda i: (T(3), i % 2 == 1))
-    assert counter.frame_count == 1 + 3  # appending: one entry; reading: one per length
+    assert counter.frame_count == 1 + 2  # appending: one entry; reading: static, then the length symbolic
 
 
 # ---------------------------------------------------------------- checkpoints

@@ -603,6 +603,29 @@ class ContainerOfSource(Source):
 
 
 @source_class
+class LengthSource(Source):
+    """`len(base)`: the length of a container from outside read as a number (Note [Lazy
+    containers] in vars/lazy_list.py). Its value is pinned by a length guard on `base`."""
+
+    base: Source
+
+    def name(self) -> str:
+        return f"len({self.base.name()})"
+
+    def describe(self) -> str:
+        return f"len({self.base.describe()})"
+
+    def prefix(self) -> Source:
+        return self.base
+
+    def reconstruct(self, cg) -> None:
+        cg.push_null()
+        cg.load_const(len)
+        cg.load_source(self.base)
+        cg.call(1)
+
+
+@source_class
 class EnumerateCountSource(Source):
     """The next count of the `enumerate` at `base` (from `__reduce__`; for guards only)."""
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import operator
 
 from ..guards.guard import Guard, GuardKind
+from ..guards.sources import LengthSource
 from .base import VariableTracker
 from .constant import ConstantVariable
 
@@ -78,7 +79,7 @@ class UnpinnedIntVariable(VariableTracker):
         self.output.side_effects.touch(self)
         self.pinned = True
         if self.source is not None:
-            self.output.add_guard(Guard(GuardKind.CONSTANT_MATCH, self.source, self.value, _location(self.output)))
+            self.output.add_guard(_value_guard(self.source, self.value, _location(self.output)))
         for arg in self.args:
             if isinstance(arg, UnpinnedIntVariable):
                 arg.pin()
@@ -109,12 +110,22 @@ def _location(output) -> str:
     return tx.guard_location() if tx is not None else ""
 
 
-def wrap_int(tx, value, source) -> VariableTracker:
-    """The tracker for int (or float) `value` read at `source`: unpinned, type-guarded, memoized."""
+def _value_guard(source, value, location: str) -> Guard:
+    """The guard pinning `value` read at `source`: a length read as a number (`len(log)`,
+    `LengthSource`) is pinned as its container's length guard, which says so on a miss."""
+    if isinstance(source, LengthSource):
+        return Guard(GuardKind.LEN_MATCH, source.base, value, location)
+    return Guard(GuardKind.CONSTANT_MATCH, source, value, location)
+
+
+def wrap_int(tx, value, source, guard_type: bool = True) -> VariableTracker:
+    """The tracker for int (or float) `value` read at `source`: unpinned, memoized, and
+    type-guarded unless the source's type is certain (`guard_type`: a `len()` is an int)."""
     cached = tx.output.tracked.get(source)
     if cached is not None:
         return cached
-    tx.output.add_guard(Guard(GuardKind.TYPE_MATCH, source, type(value), tx.guard_location()))
+    if guard_type:
+        tx.output.add_guard(Guard(GuardKind.TYPE_MATCH, source, type(value), tx.guard_location()))
     dynamic = tx.output.dynamic is not None and tx.output.dynamic.dynamic_int(source, value)
     vt = UnpinnedIntVariable(value, tx.output, source, dynamic=dynamic)
     tx.output.tracked[source] = vt

@@ -5,8 +5,11 @@ Note [Lazy containers]
 A list from outside is guarded by its type when it is wrapped, and by nothing else until
 the trace needs more: appends and extends of a list the trace never read are kept as a
 pending tail and replayed as `src.extend([...])`, so a function (or a module hook) that
-only appends to an outer log compiles once however long the log grows. Reading its
-length (`len`) guards the length only, its truth (`if log:`) whether it is empty only (and
+only appends to an outer log compiles once however long the log grows. Its length (`len`)
+is an unpinned int read at `len(src)` (`LengthSource`, vars/lazy_int.py), plus the pending
+tail: pinned (the list's length guard) only when tracing needs the value, and a graph
+input once it changed between captures, so a log that grows every call and is read into
+tensor arithmetic compiles twice. Its truth (`if log:`) guards whether it is empty only (and
 nothing after an append in the trace: it is not empty whatever it held); anything else that reads it (an item,
 iteration, `in`, `==`, a copy, an in-place change other than an append: every access
 of `items`) *realizes* it: its length is guarded, its items are wrapped (and guarded)
@@ -19,11 +22,14 @@ unrealized, as the guards and wrapped items it added are dropped with it.
 """
 from __future__ import annotations
 
+import operator
+
 from ..guards.guard import Guard, GuardKind
-from ..guards.sources import ItemSource
+from ..guards.sources import ItemSource, LengthSource
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import ListVariable
+from .lazy_int import unpinned_operator, wrap_int
 
 _LAZY_METHODS = frozenset({"append", "extend", "__iadd__"})
 
@@ -81,7 +87,12 @@ class LazyListVariable(ListVariable):
         return len(self._real) + len(self._tail)
 
     def len_impl(self, tx):
-        return ConstantVariable(self._length(tx))
+        if self._items is not None or self._length_guarded or not self._lazy_guard:
+            return ConstantVariable(self._length(tx))
+        length = wrap_int(tx, len(self._real), LengthSource(self.source), guard_type=False)
+        if not self._tail:
+            return length
+        return unpinned_operator(tx, operator.add, [length, ConstantVariable(len(self._tail))])
 
     def truth(self, tx) -> bool:
         if self._items is not None or self._length_guarded:

@@ -281,3 +281,56 @@ def test_steady_state_has_no_recompiles():
         compiled(torch.ones(2))
     assert counter.frame_count == settled == 2
     assert step == 53
+
+
+class HookLogged(nn.Module):
+    """A forward hook appends to `seen`; `forward` reads its length into tensor arithmetic."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = nn.Linear(4, 4)
+        self.seen = []
+        self.lin.register_forward_hook(lambda mod, args, out: self.seen.append(out.shape[0]))
+
+    def forward(self, x):
+        return self.lin(x) * (len(self.seen) + 1)
+
+
+def test_list_grown_by_a_module_hook_compiles_at_most_twice():
+    eager, model = HookLogged(), HookLogged()
+    counter = _side_by_side(eager, model, (2, 4))
+    assert model.seen == eager.seen and len(model.seen) == CALLS
+    assert counter.frame_count <= 2
+
+
+GRAD_LOG = []
+
+
+def _log_grad(g):
+    GRAD_LOG.append(g.sum().item())
+
+
+def grad_logged(x):
+    y = x * 2
+    y.register_hook(_log_grad)
+    return (y * len(GRAD_LOG)).sum()
+
+
+def test_list_grown_by_a_tensor_hook_compiles_at_most_twice():
+    def run(fn):
+        GRAD_LOG.clear()
+        outs = []
+        for i in range(CALLS):
+            x = torch.full((3,), float(i + 1), requires_grad=True)
+            out = fn(x)
+            out.backward()
+            outs.append((out.detach(), x.grad))
+        return outs, list(GRAD_LOG)
+
+    eager_outs, eager_log = run(grad_logged)
+    counter = CompileCounter()
+    compiled_outs, compiled_log = run(bytegraph.compile(grad_logged, backend=counter))
+    torch.testing.assert_close(compiled_outs, eager_outs)
+    assert compiled_log == eager_log and len(compiled_log) == CALLS
+    assert counter.frame_count <= 2
