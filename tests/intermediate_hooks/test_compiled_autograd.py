@@ -238,3 +238,28 @@ def test_enable_restores_the_engine():
     m = torch.nn.Linear(3, 2)
     m(torch.randn(2, 3)).sum().backward()
     assert counter.graphs == []
+
+
+GROWN: list = []
+
+
+def grown_log_hook(g):
+    GROWN.append(1)
+    return g * len(GROWN)
+
+
+def test_hook_reading_the_length_of_a_list_it_grows_compiles_at_most_twice():
+    """Issue 16: the length of a global list a hook appends to, read into the gradient, is a
+    symbolic input once it changed (it was guarded per value: one backward graph per step)."""
+    GROWN.clear()
+    eager = train(make_mlp(), 6, grown_log_hook)
+    eager_log, GROWN[:] = list(GROWN), []
+    counter = Counting("eager")
+    with _LogCapture() as logs:
+        with bytegraph.compiled_autograd.enable(counter):
+            compiled = train(make_mlp(), 6, grown_log_hook)
+    assert GROWN == eager_log and len(GROWN) == 6
+    for p, q in zip(eager.parameters(), compiled.parameters()):
+        torch.testing.assert_close(p, q)
+    recompiles = [line for line in logs.lines if line.startswith("[bytegraph.recompiles] recompiling")]
+    assert len(counter.graphs) <= 2 and len(recompiles) <= 1, (len(counter.graphs), recompiles)
