@@ -162,8 +162,8 @@ def _operand(tx, vt):
     """The fake example of operand `vt` (a number, symbolic or not), or None."""
     if type(vt) is SymNodeVariable:
         return vt.example
-    if vt.is_symbolic():
-        return vt.symbolic(tx).example
+    if vt.is_symbolic():  # an unpinned expression over dynamic ints may simplify to a number (`n - n`)
+        return _operand(tx, vt.symbolic(tx))
     if vt.is_python_constant():
         value = vt.as_python_constant()
         if type(value) in _NUMBERS:

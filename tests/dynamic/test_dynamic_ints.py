@@ -163,3 +163,24 @@ def test_int_that_becomes_a_zero_and_a_one():
 def test_negative_ints():
     calls = [(torch.randn(8, 2), n) for n in (3, -2, -4, 5)]
     check_calls(scale, calls, graphs=2)
+
+
+STEP = 0
+
+
+def cancelling_counter(x):
+    """`step - step` over a dynamic counter simplifies to the number 0 (fuzz seed 26: the
+    tracer took the folded number for a symbol and the frame ran eagerly)."""
+    global STEP
+    STEP += 1
+    return x * ((STEP - STEP) % 7 - 3) + STEP
+
+
+def _reset_step():
+    global STEP
+    STEP = 0
+
+
+def test_expression_over_a_dynamic_int_that_folds_to_a_number():
+    calls = [(torch.randn(3),) for _ in range(5)]
+    check_calls(cancelling_counter, calls, graphs=2, reset=_reset_step, state=lambda: STEP)
