@@ -157,7 +157,11 @@ class BaseFunctionVariable(VariableTracker):
         return True  # a function has no `__bool__` or `__len__`
 
     def bind_args(self, tx, args: list, kwargs: dict) -> dict:
-        return bind_arguments(tx, self.get_code(), *self.default_trackers(tx), args, kwargs, self.describe())
+        code = self.get_code()
+        if not kwargs and len(args) == code.co_argcount and not code.co_kwonlyargcount \
+                and not code.co_flags & _VARIADIC:  # every parameter given by position
+            return dict(zip(code.co_varnames, args))
+        return bind_arguments(tx, code, *self.default_trackers(tx), args, kwargs)
 
     def describe(self) -> str:
         return f"function {self.get_code().co_qualname}"
@@ -581,7 +585,10 @@ def _make_partial(fn, args, kwargs):
     return functools.partial(fn, *args, **kwargs)
 
 
-def bind_arguments(tx, code, defaults: list, kwdefaults: dict, args: list, kwargs: dict, what: str) -> dict:
+_VARIADIC = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+
+
+def bind_arguments(tx, code, defaults: list, kwdefaults: dict, args: list, kwargs: dict) -> dict:
     """Bind call arguments to `code`'s parameters like CPython does; returns name -> tracker."""
     nargs, nposonly, nkwonly = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
     names = code.co_varnames

@@ -449,7 +449,7 @@ class NNModuleVariable(UserObjectVariable):
 
         fn = getattr(torch.nn.Module, name)
         defaults = [ConstantVariable(v) for v in fn.__defaults__ or ()]
-        bound = bind_arguments(tx, fn.__code__, defaults, {}, [self, *args], kwargs, name)
+        bound = bind_arguments(tx, fn.__code__, defaults, {}, [self, *args], kwargs)
         options = {k: v.as_python_constant() for k, v in bound.items() if k != "self"}
         if name in ("modules", "named_modules"):
             if options.get("memo") is not None:
