@@ -15,10 +15,10 @@ from __future__ import annotations
 import dis
 import opcode
 import types
-import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from bytegraph._bytecode.code_map import CodeMap
 from bytegraph._bytecode.instructions import Inst, instructions_of
 
 UNCONDITIONAL_JUMPS = frozenset({"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"})
@@ -67,7 +67,7 @@ def stack_effect(inst: Inst, jump: bool) -> int:
     return dis.stack_effect(inst.opcode, arg, jump=jump)
 
 
-_handlers_cache = weakref.WeakKeyDictionary()  # code -> tuple[Handler | None, ...]
+_handlers_cache = CodeMap()  # code -> tuple[Handler | None, ...]
 
 
 def handlers(code: types.CodeType) -> tuple[Handler | None, ...]:
@@ -119,7 +119,7 @@ def edges(code: types.CodeType, index: int, depth: int) -> Iterator[tuple[int, i
         yield handler.target, handler.entry_depth
 
 
-_depths_cache = weakref.WeakKeyDictionary()  # code -> list[int]
+_depths_cache = CodeMap()  # code -> list[int]
 
 
 def stack_depths(code: types.CodeType) -> list[int]:
@@ -168,7 +168,7 @@ class _Liveness:
     frozen: dict[int, frozenset[str]]
 
 
-_liveness_cache = weakref.WeakKeyDictionary()  # code -> _Liveness
+_liveness_cache = CodeMap()  # code -> _Liveness
 
 
 def live_locals(code: types.CodeType, index: int) -> frozenset[str]:
@@ -225,7 +225,7 @@ def _backward(code: types.CodeType, names: tuple[str, ...], gen_kill: list[tuple
     return _Liveness(names, live_in, {})
 
 
-_cell_reads_cache = weakref.WeakKeyDictionary()  # code -> _Liveness
+_cell_reads_cache = CodeMap()  # code -> _Liveness
 _CELL_READS = frozenset({"LOAD_DEREF", "LOAD_CLASSDEREF", "DELETE_DEREF"})
 
 
@@ -239,7 +239,8 @@ def cells_read_before_written(code: types.CodeType, index: int) -> frozenset[str
         gen_kill = [(bit.get(inst.argval, 0), 0) if inst.opname in _CELL_READS
                     else (0, bit.get(inst.argval, 0)) if inst.opname == "STORE_DEREF" else (0, 0)
                     for inst in instructions_of(code)]
-        reads = _cell_reads_cache[code] = _backward(code, names, gen_kill)
+        reads = _backward(code, names, gen_kill)
+        _cell_reads_cache[code] = reads
     mask = reads.live_in[index]
     return frozenset(n for i, n in enumerate(reads.names) if mask >> i & 1)
 

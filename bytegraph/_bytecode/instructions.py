@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import dis
 import types
-import weakref
 from dataclasses import dataclass
+
+from .code_map import CodeMap
 
 _JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
 
@@ -31,7 +32,7 @@ class Inst:
         return f"<{self.opname} {self.argval!r} @{self.offset} line {self.lineno}>"
 
 
-_cache = weakref.WeakKeyDictionary()  # code -> tuple[Inst, ...]; goes with the code
+_cache = CodeMap()  # code -> tuple[Inst, ...]; goes with the code
 
 
 def instructions_of(code: types.CodeType) -> tuple[Inst, ...]:
