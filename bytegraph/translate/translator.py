@@ -60,7 +60,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         self.kw_names: tuple = ()
         self.return_value = None
         self.yielded = None
-        self.snapshot_stack: list = []  # the stack before the current instruction (for a break)
+        self.snapshot_stack: tuple = ()  # the stack before the current instruction (for a break)
         self.snapshot_kw_names: tuple = ()
         self.steps = 0  # instructions run so far (positions of the speculation log)
         self.handled = None  # the exception this frame's except block handles (None: the caller's)
@@ -80,7 +80,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
             while self.return_value is None and self.yielded is None:
                 inst = instructions[self.ip]
                 self.inst = inst
-                self.snapshot_stack = stack[:]
+                self.snapshot_stack = tuple(stack)  # a tuple: an empty stack copies nothing
                 self.snapshot_kw_names = self.kw_names
                 self.steps += 1
                 if breaks is not None and self.steps in breaks:

@@ -196,12 +196,12 @@ class UserFunctionVariable(BaseFunctionVariable):
         cells = []
         side_effects = tx.output.side_effects
         for i, (name, cell) in enumerate(zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ())):
-            source = CellContentsSource(self.source, i, name)
             known = side_effects.tracker_for(cell)  # one tracker per real cell: writes stay visible
             if known is None:
-                known = CellVariable.real_cell(name, cell, source, tx.output)
+                known = CellVariable.real_cell(name, cell, CellContentsSource(self.source, i, name), tx.output)
                 side_effects.remember(cell, known)
-            elif known.source != source:  # one cell reached through two functions: must stay shared
+            elif not _reached_as(known.source, self.source, i):  # one cell through two functions: must stay shared
+                source = CellContentsSource(self.source, i, name)
                 tx.output.add_guard(Guard(GuardKind.SAME_OBJECT, source.cell(), known.source.cell(), tx.guard_location()))
             cells.append(known)
         return cells
@@ -235,6 +235,12 @@ class UserFunctionVariable(BaseFunctionVariable):
 
     def describe(self) -> str:
         return f"function {self.fn.__qualname__}"
+
+
+def _reached_as(source, fn_source, index: int) -> bool:
+    """Whether `source` is cell `index` of the function at `fn_source` (`CellContentsSource`)."""
+    return type(source) is CellContentsSource and source.index == index \
+        and (source.fn is fn_source or source.fn == fn_source)
 
 
 class _RealDefaults:
