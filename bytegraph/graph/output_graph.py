@@ -19,6 +19,7 @@ import dataclasses
 import itertools
 import logging
 import operator
+import re
 
 import torch
 import torch.fx
@@ -224,7 +225,7 @@ class OutputGraph:
             return existing
         name = _placeholder_name(source.name() if named_after is None else named_after, len(self.inputs))
         node = self.root_graph.placeholder(name)
-        if named_after is not None:
+        if named_after is not None and node.target != node.name:
             node.target = node.name  # the graph function's parameter name
         dynamic = self.dynamic.dynamic_dims(source, real) if self.dynamic is not None and guarded else None
         if dynamic is None:
@@ -548,8 +549,15 @@ def add_stack_traces(graph: torch.fx.Graph) -> None:
 
 
 def _placeholder_name(source_name: str, index: int) -> str:
-    cleaned = "".join(c if c.isalnum() else "_" for c in source_name).strip("_")
+    """`source_name` with every character that is not alphanumeric made `_`."""
+    if source_name.isascii():  # a regex, not a generator over the characters: a model has hundreds
+        cleaned = _NOT_ASCII_ALNUM.sub("_", source_name).strip("_")
+    else:
+        cleaned = "".join(c if c.isalnum() else "_" for c in source_name).strip("_")
     return f"l_{cleaned}" if cleaned else f"input_{index}"
+
+
+_NOT_ASCII_ALNUM = re.compile(r"[^0-9A-Za-z]")
 
 
 def warm_up() -> None:

@@ -33,6 +33,10 @@ class GuardKind(enum.Enum):
     DYNAMIC_TENSOR = "dynamic tensor"  # a tensor with symbolic sizes (expected: TensorSpec); rendered as SHAPE
     SHAPE = "shape"              # expected: a ShapeClause (graph/shapes.py, Note [Symbolic sizes])
 
+    # A member equals only itself, so its identity hash will do: Enum's own hashes its name in
+    # Python, and every guard added is looked up by a (kind, source) key.
+    __hash__ = object.__hash__
+
 
 @dataclass(frozen=True, slots=True)
 class TensorSpec:

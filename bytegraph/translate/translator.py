@@ -48,7 +48,8 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         self.instructions = instructions_of(code)
         self.f_globals = f_globals
         self.globals_source = globals_source
-        self.f_builtins = _builtins_of(f_globals)
+        self.f_builtins = parent.f_builtins if parent is not None and parent.f_globals is f_globals \
+            else _builtins_of(f_globals)
         self.locals = local_vars
         self.cells = cells
         self.output = output
