@@ -57,6 +57,9 @@ class OutputGraph:
         self.inputs: list = []  # (source, TensorVariable, real tensor), in placeholder order
         # id(globals dict) -> the first source that reached it (Note [Globals sources])
         self.globals_sources: dict = {}
+        # id(builtin) -> (the builtin, its ObjectSource): one source per builtin read, so a
+        # read finds its tracker by identity (`super` is read twice per transformers config read)
+        self.builtin_sources: dict = {}
         self._input_by_id: dict = {}
         self.grad_enabled = torch.is_grad_enabled()
         self.initial_grad_enabled = self.grad_enabled

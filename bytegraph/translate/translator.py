@@ -252,7 +252,10 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         if name in self.f_builtins:
             self.output.add_guard_at(self, GuardKind.NOT_PRESENT, self.globals_source, name)
             value = self.f_builtins[name]
-            return self.wrap(value, ObjectSource(value), guard=False)
+            known = self.output.builtin_sources.get(id(value))  # (value, source): the entry keeps its id
+            if known is None:
+                known = self.output.builtin_sources[id(value)] = (value, ObjectSource(value))
+            return self.wrap(value, known[1], guard=False)
         self.raise_user_error(NameError(f"name '{name}' is not defined"))
 
     def new_cell(self, name: str, contents=None) -> CellVariable:
