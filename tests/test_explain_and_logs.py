@@ -6,6 +6,7 @@ with ``helpers.line_of``.
 from __future__ import annotations
 
 import logging
+import operator
 import os
 import random
 import subprocess
@@ -499,3 +500,40 @@ def test_fullgraph_random_call_raises_and_rng_untouched():
     err = _fullgraph_error(f, T(3))
     assert loc("# EX-FG-RANDOM") in str(err)
     assert random.random() == expected_next
+
+
+# ====================================================== stack traces of graph nodes
+
+
+def _two_steps(x):
+    yield x + 1  # EX-GEN-FIRST
+    yield x * 2  # EX-GEN-SECOND
+
+
+def generator_resumed_twice(x):
+    steps = _two_steps(x)
+    a = next(steps)  # EX-RESUME-FIRST
+    b = next(steps)  # EX-RESUME-SECOND
+    return a, b
+
+
+def test_node_stack_traces_follow_each_generator_resume():
+    """An op's `stack_trace` (what a backend sees, as under torch.compile) names the caller
+    line that resumed the generator it runs in, not the line of an earlier resume."""
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    x = T(3)
+    assert_same(generator_resumed_twice(x), bytegraph.compile(generator_resumed_twice, backend=backend,
+                                                                fullgraph=True)(x))
+    traces = {node.target: node.meta["stack_trace"] for node in graphs[0].graph.nodes
+              if node.op == "call_function"}
+    add, mul = traces[operator.add], traces[operator.mul]
+    assert f'line {line_of("# EX-RESUME-FIRST", HERE)}, in generator_resumed_twice' in add
+    assert f'line {line_of("# EX-GEN-FIRST", HERE)}, in _two_steps' in add
+    assert f'line {line_of("# EX-RESUME-SECOND", HERE)}, in generator_resumed_twice' in mul
+    assert f'line {line_of("# EX-GEN-SECOND", HERE)}, in _two_steps' in mul
+    assert f'line {line_of("# EX-RESUME-FIRST", HERE)},' not in mul

@@ -27,6 +27,8 @@ and above autograd for an op's view of its argument, Note [Views of arguments].
 """
 from __future__ import annotations
 
+import operator
+
 import torch
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, in_kernel_invocation_manager
 from torch.fx.experimental.sym_node import SymNode
@@ -87,6 +89,27 @@ def _key_of(x, symbolic: list):
         symbolic.append(True)
         return (t, x.node.expr)
     raise _NotMemoizable
+
+
+def static_view(target, args: tuple, shapes) -> bool:
+    """Whether the call is basic indexing of a static fake (`x[:, :, ::2]`, `x[0, None]`):
+    its result is a view of `x`, which the memo does not keep (Note [Views of arguments]),
+    so its key is not worth making. A model slices tensors dozens of times per capture."""
+    return shapes is None and target is operator.getitem and len(args) == 2 and type(args[0]) is FakeTensor \
+        and _basic_index(args[1])
+
+
+def _basic_index(index) -> bool:
+    if type(index) is tuple:
+        return all(map(_basic_item, index))
+    return _basic_item(index)
+
+
+def _basic_item(item) -> bool:
+    t = type(item)
+    if t is slice:
+        return all(type(p) is int or p is None for p in (item.start, item.stop, item.step))
+    return t is int or item is None or item is Ellipsis
 
 
 def memo_key(kind: str, target, args: tuple, kwargs: dict, shapes=None):

@@ -351,7 +351,7 @@ class OutputGraph:
         trace = self.autocast
         shapes = self.shapes
         key = fake_memo.memo_key(kind, target, args, kwargs, shapes) \
-            if trace is None or not trace.state.enabled else None
+            if (trace is None or not trace.state.enabled) and not fake_memo.static_view(target, args, shapes) else None
         before = len(shapes.env.guards) if shapes is not None else 0
         if key is not None:
             cached = fake_memo.lookup(self.fake_mode, key, args, kwargs, shapes)

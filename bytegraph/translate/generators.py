@@ -98,7 +98,7 @@ class GeneratorVariable(IteratorVariable):
             tx.raise_user_error(TypeError("can't send non-None value to a just-started generator"))
         tx.output.side_effects.mutate(self)
         child = self.child
-        child.parent, child.depth = tx, tx.depth + 1
+        child.parent, child.depth, child.caller_frames = tx, tx.depth + 1, None
         child.yielded = None
         if state == _CREATED and exc is not None:
             self.state = _DONE

@@ -65,6 +65,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         self.snapshot_kw_names: tuple = ()
         self.steps = 0  # instructions run so far (positions of the speculation log)
         self.handled = None  # the exception this frame's except block handles (None: the caller's)
+        self.caller_frames = None  # `frames()` of the parent, made at the first op (None: not yet)
 
     # ---- running ---------------------------------------------------------------------
     def run(self):
@@ -169,8 +170,13 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         return [f"{tx.location()} in {tx.code.co_name}" for tx in self._outward()]
 
     def frames(self) -> tuple:
-        """(code, lineno) of this frame and its inlining parents, outermost first (cheap)."""
-        return tuple(reversed([(tx.code, tx._lineno()) for tx in self._outward()]))
+        """(code, lineno) of this frame and its inlining parents, outermost first (cheap: the
+        parents' part is made once per frame, as they stay at the call while this one runs; a
+        generator's body gets a new parent at each resume, which resets it)."""
+        callers = self.caller_frames
+        if callers is None:
+            callers = self.caller_frames = () if self.parent is None else self.parent.frames()
+        return callers + ((self.code, self._lineno()),)
 
     def unsupported(self, reason: str, category: str = "unsupported", hint: str = ""):
         self._raise_break(GraphBreak(reason, self.location(), category, hint, self.user_stack()))
