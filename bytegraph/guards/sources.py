@@ -191,7 +191,7 @@ def _frozen_init(cls):
     """The `__init__` of frozen dataclass `cls` with its `_hash` slot set to None: each field
     stored with `object.__setattr__` bound once, not looked up per field as the generated one
     does (a source is made for every value the trace reads: half the cost of making one)."""
-    scope = {"_set": object.__setattr__, "MISSING": MISSING}
+    scope = {"_set": object.__setattr__}
     params, body = [], []
     for f in fields(cls):
         if f.default_factory is not MISSING:
