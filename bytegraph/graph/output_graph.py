@@ -28,6 +28,7 @@ from torch._subclasses.fake_tensor import (DataDependentOutputException, Dynamic
 
 from . import fake_memo
 from .fake_inputs import fake_input
+from .fx_nodes import op_node
 from .fake_mode import make_fake_mode
 from .shapes import DynamicState, Shapes
 from .side_effects import SideEffects
@@ -334,7 +335,7 @@ class OutputGraph:
         returned = next((a for a in (*args, *kwargs.values()) if a.is_tensor and a.example is example), None)
         if returned is not None and not writes:
             return returned  # Note [Ops returning their input]: nothing to record
-        node = self.graph.create_node(kind, target, fx_args, fx_kwargs)
+        node = self.add_node(kind, target, fx_args, fx_kwargs)
         node.meta["example_value"] = example
         node.meta["bg_frames"] = tx.frames()
         if returned is not None:
@@ -345,6 +346,10 @@ class OutputGraph:
                 and all(o.is_tensor and o.example is e for o, e in zip(items, example)):
             return _structure_like(example, list(items))  # `out=(v, i)`: the result holds v and i
         return wrap_op_result(tx, node, example)
+
+    def add_node(self, kind: str, target, args: tuple, kwargs: dict | None = None) -> torch.fx.Node:
+        """A node of the current graph, as `create_node` makes it (Note [Op nodes])."""
+        return op_node(self.graph, kind, target, args, kwargs)
 
     def _run_fake(self, tx, kind, target, args, kwargs):
         """Run the op on fake values (inside `tracing()`, so the fake mode is active)."""

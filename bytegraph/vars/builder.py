@@ -306,11 +306,11 @@ def wrap_op_result(tx, node, example) -> VariableTracker:
         items = []
         for i, item in enumerate(example):
             if isinstance(item, torch.Tensor):
-                item_node = tx.output.graph.call_function(operator.getitem, (node, i))
+                item_node = tx.output.add_node("call_function", operator.getitem, (node, i))
                 item_node.meta["example_value"] = item
                 items.append(TensorVariable(item_node, item))
             elif type(item) in SYM_TYPES:
-                item_node = tx.output.graph.call_function(operator.getitem, (node, i))
+                item_node = tx.output.add_node("call_function", operator.getitem, (node, i))
                 item_node.meta["example_value"] = item
                 items.append(wrap_symbolic(tx.output, item, item_node))
             else:

@@ -201,13 +201,12 @@ def speculate(tx, op: str, trace):
 def emit(tx, target, args: tuple, examples: list, spec, kind: str = "call_function"):
     """Add the op's node (returning a tuple of tensors with fake values `examples`) and
     return the tracker of its result, shaped as `spec`."""
-    graph = tx.output.graph
-    node = graph.create_node(kind, target, args, {})
+    node = tx.output.add_node(kind, target, args)
     node.meta["example_value"] = tuple(examples)
     node.meta["bg_frames"] = tx.frames()
     leaves = []
     for i, example in enumerate(examples):
-        item = graph.call_function(operator.getitem, (node, i))
+        item = tx.output.add_node("call_function", operator.getitem, (node, i))
         item.meta["example_value"] = example
         leaves.append(TensorVariable(item, example))
     return unflatten(spec, iter(leaves))
