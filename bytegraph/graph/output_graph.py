@@ -34,7 +34,7 @@ from .shapes import DynamicState, Shapes
 from .side_effects import SideEffects
 from ..errors import UserCodeRaisesError
 from ..guards.guard import Guard, GuardKind, TensorSpec
-from ..guards.sources import SizeSource
+from ..guards.sources import ObjectSource, SizeSource
 from ..vars import autocast
 from ..vars.base import VariableTracker
 from ..vars.builder import wrap_op_result
@@ -58,9 +58,8 @@ class OutputGraph:
         self.inputs: list = []  # (source, TensorVariable, real tensor), in placeholder order
         # id(globals dict) -> the first source that reached it (Note [Globals sources])
         self.globals_sources: dict = {}
-        # id(builtin) -> (the builtin, its ObjectSource): one source per builtin read, so a
-        # read finds its tracker by identity (`super` is read twice per transformers config read)
-        self.builtin_sources: dict = {}
+        # id(obj) -> (obj, its ObjectSource): `object_source`
+        self._object_sources: dict = {}
         self._input_by_id: dict = {}
         self.grad_enabled = torch.is_grad_enabled()
         self.initial_grad_enabled = self.grad_enabled
@@ -346,6 +345,15 @@ class OutputGraph:
                 and all(o.is_tensor and o.example is e for o, e in zip(items, example)):
             return _structure_like(example, list(items))  # `out=(v, i)`: the result holds v and i
         return wrap_op_result(tx, node, example)
+
+    def object_source(self, obj) -> ObjectSource:
+        """The one `ObjectSource` of `obj` in this capture: a builtin read (`super` is read twice
+        per transformers config read) finds its tracker by identity, and a guard made at every
+        module call (the global hook dicts) is made of the same sources."""
+        known = self._object_sources.get(id(obj))  # (obj, source): the entry keeps the id taken
+        if known is None:
+            known = self._object_sources[id(obj)] = (obj, ObjectSource(obj))
+        return known[1]
 
     def add_node(self, kind: str, target, args: tuple, kwargs: dict | None = None) -> torch.fx.Node:
         """A node of the current graph, as `create_node` makes it (Note [Op nodes])."""

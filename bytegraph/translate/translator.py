@@ -23,7 +23,7 @@ from .._bytecode.instructions import instructions_of
 from .._bytecode.analysis import handlers
 from ..errors import GraphBreak, TracedRaise
 from ..guards.guard import GuardKind
-from ..guards.sources import AttrSource, ObjectSource, global_source
+from ..guards.sources import AttrSource, global_source
 from ..vars import builder
 from ..vars.constant import ConstantVariable
 from ..vars.exceptions import ExceptionVariable
@@ -258,10 +258,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         if name in self.f_builtins:
             self.output.add_guard_at(self, GuardKind.NOT_PRESENT, self.globals_source, name)
             value = self.f_builtins[name]
-            known = self.output.builtin_sources.get(id(value))  # (value, source): the entry keeps its id
-            if known is None:
-                known = self.output.builtin_sources[id(value)] = (value, ObjectSource(value))
-            return self.wrap(value, known[1], guard=False)
+            return self.wrap(value, self.output.object_source(value), guard=False)
         self.raise_user_error(NameError(f"name '{name}' is not defined"))
 
     def new_cell(self, name: str, contents=None) -> CellVariable:

@@ -40,7 +40,7 @@ import torch
 from torch.nn.modules import module as _module_mod
 
 from ..guards.guard import Guard, GuardKind
-from ..guards.sources import AttrSource, ObjectSource, Source, source_class
+from ..guards.sources import AttrSource, Source, source_class
 from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, TupleVariable
@@ -648,7 +648,7 @@ def _global_hooks(tx) -> bool:
     dicts = [getattr(_module_mod, name) for name in _GLOBAL_HOOK_DICTS]
     present = any(dicts)
     if not present:
-        source = _Expr("({} or {} or {} or {} or None)", tuple(ObjectSource(d) for d in dicts),
+        source = _Expr("({} or {} or {} or {} or None)", tuple(map(tx.output.object_source, dicts)),
                        "global nn.Module hooks")
         tx.output.add_guard_at(tx, GuardKind.CONSTANT_MATCH, source, None)
     return present
