@@ -556,12 +556,19 @@ def _example_of(x):
 
 
 def add_stack_traces(graph: torch.fx.Graph) -> None:
-    """Fill `node.meta["stack_trace"]` (user file/line of each op) from the recorded frames."""
+    """Fill `node.meta["stack_trace"]` (user file/line of each op) from the recorded frames;
+    the ops of a frame share its callers' lines, so each line is formatted once."""
+    lines: dict = {}  # (id(code), lineno) -> its line (the graph's frames keep the codes alive)
     for node in graph.nodes:
         frames = node.meta.get("bg_frames")
         if frames is not None:
-            node.meta["stack_trace"] = "".join(
-                f'  File "{code.co_filename}", line {lineno}, in {code.co_name}\n' for code, lineno in frames)
+            text = []
+            for code, lineno in frames:
+                line = lines.get((id(code), lineno))
+                if line is None:
+                    line = lines[id(code), lineno] = f'  File "{code.co_filename}", line {lineno}, in {code.co_name}\n'
+                text.append(line)
+            node.meta["stack_trace"] = "".join(text)
 
 
 def _placeholder_name(source_name: str, index: int) -> str:
