@@ -29,7 +29,6 @@ less for `compile()` (hf_bart: 18.7k AST nodes -> 15.3k) and the same per call.
 """
 from __future__ import annotations
 
-import collections
 import re
 
 from .guard import Guard, GuardKind
@@ -193,20 +192,29 @@ def _shared(clauses: list[str], used: list[list]) -> set:
     one) more than once, where the spellings inside one shared outer path count once (it is
     read once); outer paths are decided first (a source's text is longer than that of every
     source it reads through). A clause may spell its own source several times
-    (`type(s) is F and s.__code__ is C`): counted so."""
-    outers = collections.defaultdict(list)  # text -> the text spelling it each time (None: a clause)
+    (`type(s) is F and s.__code__ is C`): counted in the clause's text when that clause is
+    the only one spelling it (a text spelled by two is read twice whatever the counts)."""
+    outers: dict = {}  # text -> [clauses spelling it, the last of them, the texts spelling it]
     for clause, names in zip(clauses, used):
         for _, text, outer in names:
+            entry = outers.get(text)
+            if entry is None:
+                entry = outers[text] = [0, None, []]
             if outer is None:
-                outers[text] += [None] * clause.count(text)
+                entry[0] += 1
+                entry[1] = clause
             else:
-                outers[text].append(outer)
+                entry[2].append(outer)
+    candidates = []
+    for text, entry in outers.items():
+        if entry[0] == 1:
+            entry[0] = entry[1].count(text)
+        if entry[0] + len(entry[2]) > 1 and ":=" not in text and not text.isidentifier():
+            candidates.append(text)
     shared: set = set()
-    for text in sorted(outers, key=len, reverse=True):
-        spelled = outers[text]
-        if len(spelled) < 2 or text.isidentifier() or ":=" in text:
-            continue
-        reads = len(spelled) - sum(map(shared.__contains__, spelled)) + len(shared.intersection(spelled))
+    for text in sorted(candidates, key=len, reverse=True):
+        top, _, within = outers[text]
+        reads = top + len(within) - sum(map(shared.__contains__, within)) + len(shared.intersection(within))
         if reads > 1:
             shared.add(text)
     return shared
