@@ -125,8 +125,10 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
             self.unsupported(f"inlining depth limit ({config.inline_depth_limit}) reached calling "
                              f"{code.co_qualname}", category="inline depth",
                              hint="raise bytegraph.config.inline_depth_limit or reduce recursion")
-        f_globals, globals_src = fn_vt.globals_and_source()
-        globals_src = self.output.globals_sources.setdefault(id(f_globals), globals_src)
+        f_globals = fn_vt.globals_dict()
+        globals_src = self.output.globals_sources.get(id(f_globals))
+        if globals_src is None:
+            globals_src = self.output.globals_sources[id(f_globals)] = fn_vt.globals_dict_source()
         module = f_globals.get("__name__", "") or ""
         rule = python_rule(module)
         if rule.kind is Kind.BREAK:

@@ -139,8 +139,13 @@ class BaseFunctionVariable(VariableTracker):
     def get_code(self) -> types.CodeType:
         raise NotImplementedError
 
-    def globals_and_source(self):
-        """(real globals dict, source of that dict) the function's code reads."""
+    def globals_dict(self) -> dict:
+        """The real globals dict the function's code reads."""
+        raise NotImplementedError
+
+    def globals_dict_source(self):
+        """The source of `globals_dict()` (asked only by the first call in a capture that
+        reaches that dict: `Translator.inline_call`)."""
         raise NotImplementedError
 
     def default_trackers(self, tx) -> tuple:
@@ -186,8 +191,11 @@ class UserFunctionVariable(BaseFunctionVariable):
         tx.output.add_guard(Guard(GuardKind.ID_MATCH, self.source, self.fn, tx.location()))
         return self.fn
 
-    def globals_and_source(self):
-        return self.fn.__globals__, AttrSource(self.source, "__globals__")
+    def globals_dict(self) -> dict:
+        return self.fn.__globals__
+
+    def globals_dict_source(self):
+        return AttrSource(self.source, "__globals__")
 
     def default_trackers(self, tx):
         return _RealDefaults(tx, self, False), _RealDefaults(tx, self, True)
@@ -303,8 +311,11 @@ class NestedFunctionVariable(BaseFunctionVariable):
     def get_code(self):
         return self.code
 
-    def globals_and_source(self):
-        return self.f_globals, self.globals_source
+    def globals_dict(self) -> dict:
+        return self.f_globals
+
+    def globals_dict_source(self):
+        return self.globals_source
 
     def default_trackers(self, tx):
         defaults = self.defaults.unpack(tx) if self.defaults is not None else []
