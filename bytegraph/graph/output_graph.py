@@ -28,8 +28,8 @@ from torch._subclasses.fake_tensor import (DataDependentOutputException, Dynamic
 
 from . import fake_memo
 from .fake_inputs import fake_input
-from .fx_nodes import op_node
 from .fake_mode import make_fake_mode
+from .fx_nodes import op_node
 from .shapes import DynamicState, Shapes
 from .side_effects import SideEffects
 from ..errors import UserCodeRaisesError

@@ -194,7 +194,7 @@ def _shared(clauses: list[str], used: list[list]) -> set:
     source it reads through). A clause may spell its own source several times
     (`type(s) is F and s.__code__ is C`): counted in the clause's text when that clause is
     the only one spelling it (a text spelled by two is read twice whatever the counts)."""
-    outers: dict = {}  # text -> [clauses spelling it, the last of them, the texts spelling it]
+    outers: dict = {}  # text -> [times a clause spells it, the last such clause, the texts spelling it]
     for clause, names in zip(clauses, used):
         for _, text, outer in names:
             entry = outers.get(text)
@@ -205,15 +205,14 @@ def _shared(clauses: list[str], used: list[list]) -> set:
                 entry[1] = clause
             else:
                 entry[2].append(outer)
-    candidates = []
-    for text, entry in outers.items():
-        if entry[0] == 1:
-            entry[0] = entry[1].count(text)
-        if entry[0] + len(entry[2]) > 1 and ":=" not in text and not text.isidentifier():
-            candidates.append(text)
+    candidates = []  # (text, its reads by clauses, the texts spelling it)
+    for text, (top, clause, within) in outers.items():
+        if top == 1:
+            top = clause.count(text)
+        if top + len(within) > 1 and ":=" not in text and not text.isidentifier():
+            candidates.append((text, top, within))
     shared: set = set()
-    for text in sorted(candidates, key=len, reverse=True):
-        top, _, within = outers[text]
+    for text, top, within in sorted(candidates, key=lambda c: len(c[0]), reverse=True):
         reads = top + len(within) - sum(map(shared.__contains__, within)) + len(shared.intersection(within))
         if reads > 1:
             shared.add(text)

@@ -305,16 +305,13 @@ def wrap_op_result(tx, node, example) -> VariableTracker:
     if isinstance(example, (tuple, list)):
         items = []
         for i, item in enumerate(example):
-            if isinstance(item, torch.Tensor):
-                item_node = tx.output.add_node("call_function", operator.getitem, (node, i))
-                item_node.meta["example_value"] = item
-                items.append(TensorVariable(item_node, item))
-            elif type(item) in SYM_TYPES:
-                item_node = tx.output.add_node("call_function", operator.getitem, (node, i))
-                item_node.meta["example_value"] = item
-                items.append(wrap_symbolic(tx.output, item, item_node))
-            else:
+            tensor = isinstance(item, torch.Tensor)
+            if not tensor and type(item) not in SYM_TYPES:
                 items.append(wrap_constant(item))
+                continue
+            item_node = tx.output.add_node("call_function", operator.getitem, (node, i))
+            item_node.meta["example_value"] = item
+            items.append(TensorVariable(item_node, item) if tensor else wrap_symbolic(tx.output, item, item_node))
         if hasattr(type(example), "__match_args__") or hasattr(type(example), "_fields"):
             return NamedTupleVariable(items, type(example))
         return TupleVariable(items) if isinstance(example, tuple) else ListVariable(items)
