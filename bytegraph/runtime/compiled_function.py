@@ -23,6 +23,7 @@ from ..errors import GraphBreak, InternalTracerError, Unsupported, UserCodeRaise
 from ..graph.shapes import DynamicState
 from ..guards.compile import CompiledGuards
 from ..guards.sources import OBJECT_REFS, LocalSource
+from ..translate import gc_pause
 from ..translate.capture import argument_names, capture
 from ..translate.continuation import forget_continuations
 from ..translate.resume import forget_resume_functions
@@ -240,8 +241,9 @@ class CompiledFunction:
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("%s", self._recompile_message(values))
         try:
-            result = capture(self.fn, values, self.backend, self.fullgraph, self.callee_compiler, self.dynamic)
-            guards = self._compile_guards(result.guards)
+            with gc_pause.paused():  # Note [GC paused during a capture]
+                result = capture(self.fn, values, self.backend, self.fullgraph, self.callee_compiler, self.dynamic)
+                guards = self._compile_guards(result.guards)
         except GraphBreak as e:
             if self.fullgraph:
                 raise e.to_unsupported() from None

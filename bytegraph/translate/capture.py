@@ -21,6 +21,7 @@ from ..guards.sources import ClosureSource, GlobalsDictSource, LocalCellContents
 from ..vars import autocast
 from ..vars.functions import CellVariable
 from ..vars.lazy_int import wrap_int
+from . import gc_pause
 from .breaks import emit_break, nested_break, resumable_reason
 from .continuation import is_continuation_code
 from .resume import is_resume_code
@@ -221,7 +222,8 @@ def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend)
     # As torch.compile's: real tensors, or fakes with symbolic sizes and SymInts when dynamic
     example_inputs = [real for _, _, real in output.inputs] if output.shapes is None else \
         [vt.example for _, vt, _ in output.inputs]
-    compiled = backend(gm, example_inputs)
+    with gc_pause.resumed():  # Note [GC paused during a capture]
+        compiled = backend(gm, example_inputs)
     name = f"__bg_graph_{next(_graph_ids)}"
     cg.graph_module = gm
     cg.call_graph(name, [src for src, _, _ in output.inputs])
