@@ -12,8 +12,8 @@ For every workload in `bench.workloads` and each system:
   a slow stretch of the machine cancels out instead of landing on one side.
 
 Each workload has its own targets for the two ratios (bench.workloads: 0.25 and 0.5; the
-transformers models of bench.model_workloads: 0.1 and 1, and 3 fresh captures instead of 5, as
-a model's capture takes about a second under torch.compile); the table has one section per
+transformers models of bench.model_workloads: 0.1 and 1, and 9 fresh captures instead of 5, as
+their ratios sit near the target on a noisy machine); the table has one section per
 pair of targets. `--models` runs only the models, `--no-models` leaves them out.
 
 The first output of every capture is compared with eager's; a mismatch counts as a failure.
@@ -383,8 +383,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
     parser.add_argument("workloads", nargs="*", metavar="WORKLOAD",
                         help=f"workloads to run (default: all of {', '.join(WORKLOADS)})")
-    parser.add_argument("--captures", type=int, help=f"fresh captures per system (median; default "
-                        f"{DEFAULT_CAPTURES})")
+    parser.add_argument("--captures", type=int, help=f"fresh captures per system (median; default: the "
+                        f"workload's own, else {DEFAULT_CAPTURES})")
     parser.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds (median kept)")
     parser.add_argument("--calls", type=int, default=2000, help="most calls per round")
     parser.add_argument("--no-models", action="store_true", help="leave out the transformers models")
