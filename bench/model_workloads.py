@@ -6,7 +6,10 @@ every output tensor is compared with eager's. Issue 13's targets: capture ≤ 0.
 and per-call overhead ≤ torch.compile's (ratio ≤ 1). They take 9 fresh captures per system,
 the first of them cold (other workloads take 5): a model's ratio is near its target, and on
 this VM one system's warm captures of one model spread up to 3x, so the median of four warm
-captures swung by ±15% between runs (docs/performance.md, "Session 14").
+captures swung by ±15% between runs. Likewise they take at least 21 per-call timing rounds
+(others 7): a model's call is 1-8 ms, mostly its graph, which is the same graph in both
+systems, so their per-call times differ by less than the VM moves a round of 50 ms
+(docs/performance.md, "Session 14").
 Without transformers the workloads are not registered and `SKIPPED` says why.
 """
 from __future__ import annotations
@@ -20,6 +23,7 @@ from bench.workloads import Case, workload
 CAPTURE_RATIO_TARGET = 0.1
 OVERHEAD_RATIO_TARGET = 1.0
 CAPTURES = 9
+ROUNDS = 21
 PREFIX = "hf_"
 
 SKIPPED: str | None = None
@@ -30,7 +34,7 @@ def _model_workload(name: str) -> None:
 
     @workload(f"{PREFIX}{name}", f"transformers {name} (tiny config) in one graph, no_grad, eval",
               capture_target=CAPTURE_RATIO_TARGET, overhead_target=OVERHEAD_RATIO_TARGET,
-              captures=CAPTURES)
+              captures=CAPTURES, rounds=ROUNDS)
     def _build() -> Case:
         torch.manual_seed(0)  # the same random weights in every build
         model, inputs = MODELS[name].build()

@@ -12,8 +12,9 @@ For every workload in `bench.workloads` and each system:
   a slow stretch of the machine cancels out instead of landing on one side.
 
 Each workload has its own targets for the two ratios (bench.workloads: 0.25 and 0.5; the
-transformers models of bench.model_workloads: 0.1 and 1, and 9 fresh captures instead of 5, as
-their ratios sit near the target on a noisy machine); the table has one section per
+transformers models of bench.model_workloads: 0.1 and 1, with 9 fresh captures instead of 5
+and 21 timing rounds instead of 7, as their ratios sit near the targets on a noisy machine);
+the table has one section per
 pair of targets. `--models` runs only the models, `--no-models` leaves them out.
 
 The first output of every capture is compared with eager's; a mismatch counts as a failure.
