@@ -58,3 +58,40 @@ def test_table_has_one_section_per_pair_of_targets():
     text = run.format_table([row("a", (0.25, 0.5)), row("hf_b", (0.1, 1.0))])
     assert text.count("workload  eager µs") == 2
     assert "≤0.25" in text and "≤0.1 " in text and "≤1.0" in text
+
+
+def _timed_row(targets, eager, ours, theirs):
+    def system(rounds):
+        return {"capture_ms": 1.0 if rounds is ours else 20.0, "per_call_us_rounds": rounds, "error": None,
+                "overhead_us": run._paired_overhead(rounds, eager)}
+
+    row = {"name": "w", "eager_us": 1.0, "targets": dict(zip(("capture_ms", "overhead_us"), targets)),
+           "systems": {"bytegraph": system(ours), "torch.compile": system(theirs)}}
+    run.judge(row)
+    return row
+
+
+def test_a_per_call_target_of_one_pairs_the_two_systems_round_by_round():
+    # bytegraph faster than torch.compile in three rounds of five, slower in two by more: the
+    # median of the paired differences says faster, the difference of the two overheads' medians
+    # (each paired with eager) says slower
+    eager = [100.0] * 5
+    theirs = [100.0, 110.0, 120.0, 130.0, 140.0]
+    ours = [t + d for t, d in zip(theirs, [50.0, -5.0, -5.0, -5.0, 50.0])]
+    assert run._paired_overhead(ours, eager) > run._paired_overhead(theirs, eager)
+    row = _timed_row((0.1, run.SAME_SPEED), eager, ours, theirs)
+    assert row["per_call_difference_us"] == -5.0
+    assert row["overhead_us_verdict"] == "PASS"
+    slower = _timed_row((0.1, run.SAME_SPEED), eager, [t + 1.0 for t in theirs], theirs)
+    assert slower["per_call_difference_us"] == 1.0 and slower["overhead_us_verdict"] == "FAIL"
+    table = run.format_table([row])
+    assert "bg-tc µs" in table and "-5.0" in table and "in the same round" in table
+
+
+def test_other_per_call_targets_stay_a_ratio_of_overheads():
+    eager = [100.0] * 3
+    row = _timed_row((0.25, 0.5), eager, [115.0] * 3, [130.0] * 3)
+    assert row["overhead_us_ratio"] == 0.5 and row["overhead_us_verdict"] == "PASS"
+    row = _timed_row((0.25, 0.5), eager, [118.0] * 3, [130.0] * 3)
+    assert row["per_call_difference_us"] == -12.0
+    assert row["overhead_us_ratio"] == 0.6 and row["overhead_us_verdict"] == "FAIL"
