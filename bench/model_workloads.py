@@ -10,8 +10,9 @@ the first of them cold (other workloads take 5): a model's ratio is near its tar
 this VM one system's warm captures of one model spread up to 3x, so the median of four warm
 captures swung by ±15% between runs. Likewise they take at least 21 per-call timing rounds
 (others 7): a model's call is 1-8 ms, mostly its graph, which is the same graph in both
-systems, so their per-call times differ by less than the VM moves a round of 50 ms
-(docs/performance.md, "Session 14").
+systems, so their per-call times differ by less than the VM moves one round of 50 ms against
+the next; within a round the systems take turns call by call (`bench.run.CHUNK_SECONDS`;
+docs/performance.md, "Session 14" and "Session 15").
 Without transformers the workloads are not registered and `SKIPPED` says why.
 """
 from __future__ import annotations

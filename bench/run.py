@@ -5,11 +5,13 @@ For every workload in `bench.workloads` and each system:
   system; the median of several fresh captures, the two systems interleaved. Both systems are
   warmed up first on an unrelated function, so one-time import and initialisation is excluded.
 - per-call overhead: steady-state time per call of the compiled function minus that of eager.
-  Eager and both compiled functions run in interleaved rounds of many calls (order rotated each
-  round, gc off inside a round), so drift on this noisy machine hits all of them alike; each
-  variant's time per call is the median over its rounds, and its overhead is the median over
-  rounds of (its time in the round - eager's time in the same round): paired differences, so
-  a slow stretch of the machine cancels out instead of landing on one side. Where a workload's
+  Eager and both compiled functions are timed in rounds of many calls each (gc off inside a
+  round); within a round they take turns in chunks of about 2 ms (a single call for a model;
+  the order rotated each chunk), so drift on this noisy machine, which moves one 50 ms window
+  against the next by up to ±25%, hits all of them alike. Each variant's time per call is the
+  median over its rounds, and its overhead is the median over rounds of (its time in the round
+  - eager's time in the same round): paired differences, so a slow stretch of the machine
+  cancels out instead of landing on one side. Where a workload's
   per-call target is 1 (bytegraph's call no slower than torch.compile's: the models), the
   verdict pairs the two systems directly: the median over rounds of (bytegraph's µs per call -
   torch.compile's in the same round) must be ≤ 0 (the table's "bg-tc µs").
@@ -48,6 +50,7 @@ from bench import model_workloads
 from bench.workloads import CAPTURE_RATIO_TARGET, OVERHEAD_RATIO_TARGET, WORKLOADS, Case, Workload
 
 ROUND_SECONDS = 0.05
+CHUNK_SECONDS = 0.002  # within a round the variants take turns this long each (one call at least)
 SAME_SPEED = 1.0  # a per-call target meaning "no slower than torch.compile": judged by pairing rounds
 DEFAULT_CAPTURES = 5
 RESULTS_PATH = Path(__file__).resolve().parent / "results" / "latest.json"
@@ -161,17 +164,36 @@ def measure_captures(work: Workload, captures: int) -> dict[str, Measurement]:
 
 
 def _time_calls(fn: Callable[..., Any], case: Case, calls: int) -> float:
+    """Seconds per call over `calls` calls of `fn` on `case` (gc as the caller has it)."""
     args, kwargs = case.args, case.kwargs
+    with torch.set_grad_enabled(case.grad):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn(*args, **kwargs)
+        return (time.perf_counter() - start) / calls
+
+
+def _time_round(variants: dict[str, tuple[Callable[..., Any], Case]], names: list[str], calls: int,
+                chunk: int, results: dict[str, Measurement]) -> dict[str, float]:
+    """One timing round: µs per call of each variant in `names` over `calls` calls, made in
+    chunks of `chunk` calls that the variants take in turns (the order rotated each chunk), with
+    gc off. A variant that raises is failed in `results` and dropped from `names`."""
+    spent = dict.fromkeys(names, 0.0)
     gc.collect()
     gc.disable()
     try:
-        with torch.set_grad_enabled(case.grad):
-            start = time.perf_counter()
-            for _ in range(calls):
-                fn(*args, **kwargs)
-            return (time.perf_counter() - start) / calls
+        for i, done in enumerate(range(0, calls, chunk)):
+            n = min(chunk, calls - done)
+            for name in names[i % len(names):] + names[: i % len(names)]:
+                try:
+                    spent[name] += _time_calls(*variants[name], n) * n
+                except Exception as exc:
+                    results[name].fail(exc)
+                    names.remove(name)
+                    del spent[name]
     finally:
         gc.enable()
+    return {name: seconds / calls * 1e6 for name, seconds in spent.items()}
 
 
 def measure_per_call(
@@ -188,15 +210,12 @@ def measure_per_call(
                 m.fail(exc)
     slowest = max(_time_calls(fn, case, 3) for fn, case in variants.values())
     calls = max(10, min(max_calls, int(ROUND_SECONDS / max(slowest, 1e-9))))
+    chunk = max(1, min(calls, int(CHUNK_SECONDS / max(slowest, 1e-9))))
     names = list(variants)
     rounds_us: dict[str, list[float]] = {name: [] for name in names}
-    for r in range(rounds):
-        for name in names[r % len(names):] + names[: r % len(names)]:
-            try:
-                rounds_us[name].append(_time_calls(*variants[name], calls) * 1e6)
-            except Exception as exc:
-                results[name].fail(exc)
-                names.remove(name)
+    for _ in range(rounds):
+        for name, us in _time_round(variants, names, calls, chunk, results).items():
+            rounds_us[name].append(us)
     for name, m in results.items():
         if m.error is None:
             m.per_call_us_rounds = rounds_us[name]
@@ -445,7 +464,7 @@ def main(argv: list[str] | None = None) -> None:
     if model_workloads.SKIPPED and not args.no_models:
         print(f"\n{model_workloads.SKIPPED}")
     write_json(rows, {"captures": args.captures or "per workload", "rounds": args.rounds, "max_calls": args.calls,
-                      "round_seconds": ROUND_SECONDS})
+                      "round_seconds": ROUND_SECONDS, "chunk_seconds": CHUNK_SECONDS})
     print(f"\nresults written to {os.path.relpath(RESULTS_PATH)}")
 
 
