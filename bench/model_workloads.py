@@ -3,10 +3,10 @@
 One workload `hf_NAME` per model bytegraph captures whole: the tiny-config model (seeded random
 weights, nothing downloaded) called on its inputs as keywords under `torch.no_grad()`, eval mode;
 every output tensor is compared with eager's. Issue 13's targets: capture ≤ 0.1 × torch.compile's
-and a call no slower than torch.compile's (a per-call target of 1, `bench.run.SAME_SPEED`: judged
-by the median over timing rounds of bytegraph's µs per call minus torch.compile's in the same
-round, as both systems' rounds vary by more than they differ). They take 9 fresh captures per system,
-the first of them cold (other workloads take 5): a model's ratio is near its target, and on
+and a call no slower than torch.compile's (a per-call target of 1, `bench.run.SAME_SPEED`:
+judged by the median over timing rounds of bytegraph's µs per call minus torch.compile's in the
+same round, as both systems' rounds vary by more than they differ). They take 9 fresh captures
+per system, the first of them cold (other workloads take 5): a model's ratio is near its target, and on
 this VM one system's warm captures of one model spread up to 3x, so the median of four warm
 captures swung by ±15% between runs. Likewise they take at least 21 per-call timing rounds
 (others 7): a model's call is 1-8 ms, mostly its graph, which is the same graph in both

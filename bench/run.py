@@ -11,16 +11,16 @@ For every workload in `bench.workloads` and each system:
   against the next by up to ±25%, hits all of them alike. Each variant's time per call is the
   median over its rounds, and its overhead is the median over rounds of (its time in the round
   - eager's time in the same round): paired differences, so a slow stretch of the machine
-  cancels out instead of landing on one side. Where a workload's
-  per-call target is 1 (bytegraph's call no slower than torch.compile's: the models), the
-  verdict pairs the two systems directly: the median over rounds of (bytegraph's µs per call -
-  torch.compile's in the same round) must be ≤ 0 (the table's "bg-tc µs").
+  cancels out instead of landing on one side. Where a workload's per-call target is 1
+  (bytegraph's call no slower than torch.compile's: the models), the verdict pairs the two
+  systems directly: the median over rounds of (bytegraph's µs per call - torch.compile's in
+  the same round) must be ≤ 0 (the table's "bg-tc µs").
 
 Each workload has its own targets for the two ratios (bench.workloads: 0.25 and 0.5; the
 transformers models of bench.model_workloads: 0.1 and 1, with 9 fresh captures instead of 5
 and 21 timing rounds instead of 7, as their ratios sit near the targets on a noisy machine);
-the table has one section per
-pair of targets. `--models` runs only the models, `--no-models` leaves them out.
+the table has one section per pair of targets. `--models` runs only the models, `--no-models`
+leaves them out.
 
 The first output of every capture is compared with eager's; a mismatch counts as a failure.
 A system that fails on a workload gets the error in its row and the run goes on. Results go to
@@ -296,13 +296,14 @@ def run_workload(work: Workload, captures: int | None, rounds: int, max_calls: i
 def judge(row: dict[str, Any]) -> None:
     """Set `row`'s ratios, its paired per-call difference and its two verdicts."""
     ours, theirs = row["systems"]["bytegraph"], row["systems"]["torch.compile"]
+    difference = _paired_difference(ours["per_call_us_rounds"], theirs["per_call_us_rounds"])
+    row["per_call_difference_us"] = difference
     for metric, target in row["targets"].items():
         row[f"{metric}_ratio"] = _ratio(ours[metric], theirs[metric])
-        row[f"{metric}_verdict"] = _verdict(ours[metric], theirs[metric], target)
-    row["per_call_difference_us"] = _paired_difference(ours["per_call_us_rounds"], theirs["per_call_us_rounds"])
-    if row["targets"]["overhead_us"] == SAME_SPEED:
-        difference = row["per_call_difference_us"]
-        row["overhead_us_verdict"] = "PASS" if difference is not None and difference <= 0 else "FAIL"
+        if metric == "overhead_us" and target == SAME_SPEED:
+            row[f"{metric}_verdict"] = "PASS" if difference is not None and difference <= 0 else "FAIL"
+        else:
+            row[f"{metric}_verdict"] = _verdict(ours[metric], theirs[metric], target)
 
 
 def _companion(name: str) -> str:
