@@ -53,6 +53,8 @@ class OutputGraph:
         self.dynamic = dynamic  # the compiled function's DynamicState (Note [Symbolic sizes])
         self.shapes = None      # its Shapes (the ShapeEnv), once a value is symbolic
         self.tracked: dict = {}
+        # source -> the real object wrapped from it (`id()` of it is a constant: vars/builtins.py)
+        self.source_objects: dict = {}
         self.guards: dict = {}
         self.first_use: dict = {}  # root argument/cell name -> keys of guards made when wrapping it
         self.inputs: list = []  # (source, TensorVariable, real tensor), in placeholder order

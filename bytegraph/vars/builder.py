@@ -56,10 +56,12 @@ def wrap(tx, value, source=None, guard: bool = True) -> VariableTracker:
             if guard:
                 tx.output.add_guard(Guard(GuardKind.SAME_OBJECT, source, known.source, tx.guard_location()))
             tx.output.tracked[source] = known
+            tx.output.source_objects[source] = value
             return known
     vt = _build(tx, value, source, guard and source is not None)
     if source is not None:
         tx.output.tracked[source] = vt
+        tx.output.source_objects[source] = value
         if isinstance(vt, _IDENTITY_TRACKED):
             side_effects.remember(value, vt)
     return vt

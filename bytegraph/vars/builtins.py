@@ -648,7 +648,39 @@ def _graph_break(tx, fn, args, kwargs):
 
 @handles(builtins.id)
 def _id(tx, fn, args, kwargs):
-    tx.unsupported("id() of a traced value", category="unsupported builtin")
+    """`id(obj)` of an object that existed before the call: a constant, guarded by identity
+    (the same object at its source has the same id). An object made by the traced code has no
+    id until it is really built, so that is a graph break."""
+    if len(args) != 1 or kwargs:
+        tx.raise_user_error(TypeError(f"id() takes exactly one argument ({len(args) + len(kwargs)} given)"))
+    obj = args[0]
+    if obj.is_python_constant() and obj.source is None and isinstance(obj.as_python_constant(), _INTERNED):
+        return ConstantVariable(id(obj.as_python_constant()))
+    real = _real_object(tx, obj)
+    if real is _MISSING:
+        tx.unsupported(f"id() of {obj.describe()} made inside the compiled code",
+                       category="unsupported builtin",
+                       hint="an object built by the traced code has no address until it really exists; "
+                            "take its id() outside the compiled function, or key by the object itself")
+    tx.output.add_guard_at(tx, GuardKind.ID_MATCH, obj.source, real)
+    return ConstantVariable(id(real))
+
+
+_MISSING = object()
+# constants whose trace-time object is the object the program sees (`id(None)`, `id(True)`)
+_INTERNED = (type(None), bool, type(Ellipsis), type(NotImplemented))
+
+
+def _real_object(tx, vt):
+    """The real object tracker `vt` stands for, when it existed before the call (its source
+    was wrapped, or it is a graph input); else _MISSING."""
+    if vt.source is None:
+        return _MISSING
+    real = tx.output.source_objects.get(vt.source, _MISSING)
+    if real is _MISSING and vt.is_tensor:
+        real = tx.output.real_input(vt)
+        return _MISSING if real is None else real
+    return real
 
 
 def fold(tx, fn, args, kwargs, wrap_result=None):

@@ -23,7 +23,7 @@ import types
 
 from ..guards.guard import GuardKind
 from ..guards.sources import AttrSource, GenericAttrSource, ItemSource
-from .base import REPLAY_OBJECT, CallableValueVariable, VariableTracker
+from .base import REPLAY_OBJECT, CallableValueVariable, MethodOfVariable, VariableTracker
 from .classes import MISSING, bind_class_attribute, call_property, class_lookup, is_data_descriptor, \
     wrap_attribute
 from .constant import ConstantVariable
@@ -520,12 +520,30 @@ def build_python_module(tx, value, source, do_guard: bool) -> VariableTracker:
 @register(types.BuiltinFunctionType, types.MethodWrapperType, types.WrapperDescriptorType,
           types.MethodDescriptorType)
 def build_c_function(tx, value, source, do_guard: bool) -> VariableTracker:
-    """A C function outside the trace-rules table (`vars/trace_rules.py`)."""
+    """A C function outside the trace-rules table (`vars/trace_rules.py`). A method bound to
+    an object whose class defines it (`d.get` kept in a variable, or left on the stack at a
+    graph break) is that object's method: calls go to the object's tracker."""
     if source is None:
         tx.unsupported(f"C function {getattr(value, '__qualname__', value)!s} without a source",
                        category="unsupported value")
+    if _is_bound_c_method(value):
+        guard(tx, do_guard, GuardKind.TYPE_MATCH, source, type(value))
+        guard(tx, do_guard, GuardKind.CONSTANT_MATCH, AttrSource(source, "__name__"), value.__name__)
+        return MethodOfVariable(tx.wrap(value.__self__, AttrSource(source, "__self__")), value.__name__)
     guard(tx, do_guard, same_callable_guard(value), source, value)
     return OpaqueCallableVariable(value, source)
+
+
+def _is_bound_c_method(fn) -> bool:
+    """Whether `fn` is a C method bound to an instance (not a module or class) by its class's
+    method descriptor of the same name, so `type(obj).name(obj, ...)` is the same call."""
+    if type(fn) is not types.BuiltinMethodType:
+        return False
+    owner = fn.__self__
+    if owner is None or isinstance(owner, (types.ModuleType, type)):
+        return False
+    descriptor = getattr(type(owner), fn.__name__, None)
+    return type(descriptor) is types.MethodDescriptorType and descriptor.__get__(owner) == fn
 
 
 def same_callable_guard(fn) -> GuardKind:
