@@ -470,3 +470,103 @@ def test_generator_that_raises_is_finished():
         return x + 1, out
 
     check(f, torch.randn(3), fullgraph=True, graphs=1)
+
+
+# ---- exception classes with their own constructor, across graph breaks -----------------
+
+class CodedError(Exception):
+    """`args` is not what the constructor takes: rebuilding it by `CodedError(*args)` fails."""
+
+    def __init__(self, msg, code):
+        super().__init__(msg)
+        self.code = code
+
+
+class CodedOSError(OSError):
+    def __init__(self, code, label):
+        super().__init__(code, "coded")
+        self.label = label
+
+
+def _three_fresh_calls(fn, x):
+    compiled = bytegraph.compile(fn)
+    for _ in range(3):
+        check(fn, x)
+        eager, got = _outcome(fn, x), _outcome(compiled, x)
+        assert got == eager
+
+
+def _outcome(fn, x):
+    try:
+        out = fn(x.clone())
+        return ("returned", repr(out))
+    except Exception as e:  # the exception itself is what is compared
+        return ("raised", type(e), e.args, vars(e), str(e))
+
+
+def test_custom_constructor_exception_caught_across_a_graph_break():
+    def fn(x):
+        try:
+            y = x + 1
+            raise CodedError("bad", 7)
+        except CodedError as e:
+            bytegraph.graph_break()
+            return y * e.code + len(e.args)
+
+    _three_fresh_calls(fn, torch.ones(2))
+
+
+def test_custom_constructor_exception_raised_after_a_graph_break():
+    def fn(x):
+        y = x + 1
+        bytegraph.graph_break()
+        if y.sum() > 0:
+            raise CodedError("raised", 3)
+        return y
+
+    _three_fresh_calls(fn, torch.ones(2))
+
+
+def test_custom_constructor_exception_reraised_across_a_graph_break():
+    def fn(x):
+        try:
+            raise CodedOSError(5, "five")
+        except OSError as e:
+            bytegraph.graph_break()
+            e.label = e.label + "!"
+            raise
+
+
+def test_custom_constructor_exception_reraised_by_name_across_a_graph_break():
+    def fn(x):
+        try:
+            raise CodedOSError(5, "five")
+        except OSError as e:
+            bytegraph.graph_break()
+            e.label = e.label + "!"
+            raise e
+
+    _three_fresh_calls(fn, torch.ones(2))
+
+
+def test_custom_constructor_exception_kept_in_a_local_across_a_break():
+    def fn(x):
+        err = CodedError("kept", 2)
+        bytegraph.graph_break()
+        return x * err.code, err.args
+
+    _three_fresh_calls(fn, torch.ones(2))
+
+
+@pytest.mark.xfail(strict=True, reason="a bare `raise` in an except block resumed after a graph break: the "
+                   "resume function does not re-establish the exception being handled (RuntimeError: No active "
+                   "exception to reraise); its prologue must PUSH_EXC_INFO each active handler's exception")
+def test_bare_raise_in_an_except_block_resumed_after_a_graph_break():
+    def fn(x):
+        try:
+            raise ValueError(5)
+        except ValueError:
+            bytegraph.graph_break()
+            raise
+
+    check(fn, torch.ones(2))

@@ -356,15 +356,21 @@ def _call_record(cg, fn, args, kwargs):
 
 
 def _global_record(cg, globals_source, name, value):
-    root = isinstance(globals_source, GlobalsDictSource)
-    if root:
-        if value is DELETED:
-            return (lambda: None), _bound(cg.delete_global, name)
+    if value is DELETED:
+        # `dict.pop(module_dict, name, None)`: a global the trace made and deleted again may
+        # be absent from the real dict, where eager's `del` found it (made during the call)
+        def push_pop():
+            cg.push_null()
+            cg.load_const(dict.pop)
+            globals_source.reconstruct(cg)
+            cg.load_const(name)
+            cg.load_const(None)
+        return push_pop, _bound(cg.call_and_pop, 3)
+    if isinstance(globals_source, GlobalsDictSource):
         return (lambda: cg.reconstruct(value)), _bound(cg.store_global, name)
 
-    def push():  # module_dict[name] = value / del module_dict[name]
-        if value is not DELETED:
-            cg.reconstruct(value)
+    def push():  # module_dict[name] = value
+        cg.reconstruct(value)
         globals_source.reconstruct(cg)
         cg.load_const(name)
-    return push, (cg.delete_subscr if value is DELETED else cg.store_subscr)
+    return push, cg.store_subscr

@@ -33,6 +33,7 @@ from .counter import CounterVariable
 from .deque import DequeVariable
 from .dict_keys import fixed_key
 from .dict_views import DictViewVariable
+from .globals_dict import GlobalsDictVariable, is_module_namespace
 from .iterators import EnumerateIteratorVariable, HashedIteratorVariable, SequenceIteratorVariable, constant_sequence
 from .lazy_list import LazyListVariable
 from .objects import UserObjectVariable, build_user_object, same_callable_guard
@@ -145,7 +146,10 @@ def _build_sequence(tx, value, source, do_guard: bool) -> VariableTracker:
 
 @register(dict, collections.OrderedDict, exact=True)
 def build_dict(tx, value, source, do_guard: bool) -> VariableTracker:
-    """A dict or OrderedDict from outside (guarded by type and keys); Counter's builder uses it too."""
+    """A dict or OrderedDict from outside (guarded by type and keys); Counter's builder uses it
+    too. A module's globals dict is a GlobalsDictVariable (read and written as the globals)."""
+    if source is not None and type(value) is dict and is_module_namespace(tx, value):
+        return _build_globals_dict(tx, value, source, do_guard)
     if not all(fixed_key(k) for k in value):
         return keyed_dicts.build_keyed_dict(tx, value, source, do_guard)
     value_type = type(value)
@@ -154,6 +158,16 @@ def build_dict(tx, value, source, do_guard: bool) -> VariableTracker:
     items = {k: wrap(tx, v, ItemSource(source, k) if source is not None else None, do_guard)
              for k, v in value.items()}
     return DictVariable(items, source, value_type)
+
+
+def _build_globals_dict(tx, value, source, do_guard: bool) -> VariableTracker:
+    """Module globals reached at `source`: tracked at the dict's first source in this trace
+    (Note [Globals sources]), guarded to be that same dict."""
+    _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, dict)
+    canonical = tx.output.globals_sources.setdefault(id(value), source)
+    if canonical != source and do_guard:
+        tx.output.add_guard(Guard(GuardKind.SAME_OBJECT, source, canonical, tx.guard_location()))
+    return GlobalsDictVariable(value, canonical)
 
 
 @register(set, exact=True)

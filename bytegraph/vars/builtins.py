@@ -434,6 +434,14 @@ def _super(tx, fn, args, kwargs):
     return super_object.make_super(tx, args, kwargs)
 
 
+@handles(builtins.globals)
+def _globals(tx, fn, args, kwargs):
+    """`globals()`: the calling frame's globals dict (vars/globals_dict.py)."""
+    if args or kwargs:
+        tx.raise_user_error(TypeError(f"globals() takes no arguments ({len(args) + len(kwargs)} given)"))
+    return tx.wrap(tx.f_globals, tx.globals_source)
+
+
 @handles(builtins.vars)
 def _vars(tx, fn, args, kwargs):
     if len(args) != 1 or kwargs:

@@ -137,7 +137,20 @@ class ExceptionVariable(VariableTracker):
         cg.reconstruct(self.cause)
         cg.reconstruct(self.context)
         cg.reconstruct(self.suppress_context)
-        cg.call(5)
+        cg.load_const(self._instance_state(cg.tx))
+        cg.call(6)
+
+    def _instance_state(self, tx) -> dict | None:
+        """None when `cls(*args)` rebuilds the exception (a plain class); else the attributes its
+        own `__init__` gave the trace-time instance, for a rebuild that does not call it again
+        (its parameters need not be its `args`: `FuzzError(msg, code)` stores `args == (msg,)`)."""
+        if is_plain_exception_class(self.cls):
+            return None
+        state = vars(self.real) if self.real is not None else None
+        if state is None or not all(is_constant_value(v) for v in state.values()):
+            tx.unsupported(f"rebuilding {self.describe()}, whose class has its own constructor, with "
+                           "attributes that are not constants", category="unsupported output")
+        return dict(state)
 
 
 class TracebackVariable(VariableTracker):
@@ -162,8 +175,18 @@ class TracebackVariable(VariableTracker):
         return "the traceback of a traced exception"
 
 
-def _rebuild(cls, args, cause, context, suppress_context):
-    exc = cls(*args)
+def _rebuild(cls, args, cause, context, suppress_context, state):
+    """A fresh exception for residual code: `cls(*args)`, or, for a class with its own
+    constructor, what that constructor's `super().__init__(*args)` made (its nearest builtin
+    base's `__new__` and `__init__` given `args`: `OSError` sets `errno` there) plus the
+    attributes in `state`."""
+    if state is None:
+        exc = cls(*args)
+    else:
+        base = next(k for k in cls.__mro__ if k.__module__ == "builtins")
+        exc = base.__new__(cls, *args)
+        base.__init__(exc, *args)
+        exc.__dict__.update(state)
     exc.__context__ = context
     exc.__cause__ = cause
     exc.__suppress_context__ = suppress_context

@@ -184,11 +184,25 @@ def symbolic_operator(tx, fn, args: list) -> VariableTracker | None:
         if example is None:
             return None
         operands.append(a if type(a) is SymNodeVariable or a.is_symbolic() else example)
+    values = [_operand(tx, a) if isinstance(a, VariableTracker) else a for a in operands]
+    if fn in _DIVISIONS and type(values[1]) in SYM_TYPES and values[1] == 0:
+        # whether it raises is decided, and guarded, as a branch on `divisor == 0` is; the
+        # error is eager's own, from the operation on the values this trace was made for
+        hints = [v.node.hint if type(v) in SYM_TYPES else v for v in values]
+        try:
+            fn(*hints)
+        except ZeroDivisionError as e:
+            tx.raise_user_error(e)
     try:
-        result = fn(*[_operand(tx, a) if isinstance(a, VariableTracker) else a for a in operands])
+        result = fn(*values)
     except Exception as e:  # the user's own arithmetic raises (ZeroDivisionError, ...)
         tx.raise_user_error(e)
     return wrap_symbolic(tx.output, result, fn=fn, args=operands)
+
+
+# the operators that raise ZeroDivisionError for a zero right operand
+_DIVISIONS = frozenset({operator.truediv, operator.itruediv, operator.floordiv, operator.ifloordiv,
+                        operator.mod, operator.imod, divmod})
 
 
 class SymbolicSliceVariable(VariableTracker):

@@ -184,3 +184,33 @@ def _reset_step():
 def test_expression_over_a_dynamic_int_that_folds_to_a_number():
     calls = [(torch.randn(3),) for _ in range(5)]
     check_calls(cancelling_counter, calls, graphs=2, reset=_reset_step, state=lambda: STEP)
+
+
+# ---- arithmetic that may raise on a dynamic int: decided and guarded like a branch ---------
+
+_LOG = []
+
+
+def _divide_or_record(x, n):
+    try:
+        y = 1.0 / (n % 2)
+        _LOG.append(y)
+    except ZeroDivisionError as e:
+        _LOG.append(str(e))
+    return x + len(_LOG)
+
+
+def _floor_divide(x, n):
+    return x * (10 // (n - 3))
+
+
+def _modulo(x, n):
+    return x + 7 % (n - 4)
+
+
+@pytest.mark.parametrize("fn", [_divide_or_record, _floor_divide, _modulo], ids=lambda f: f.__name__.strip("_"))
+def test_division_by_a_dynamic_int_raises_as_eager(fn):
+    """`n` goes dynamic after its first change; the calls where the divisor is zero raise (and
+    are caught, or escape) exactly where eager's do, each with eager's message."""
+    check_calls(fn, [(torch.ones(2), n) for n in (1, 3, 5, 2, 4, 7, 6, 9)],
+                reset=_LOG.clear, state=lambda: list(_LOG), grads=False)
