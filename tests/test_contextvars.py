@@ -420,6 +420,52 @@ def test_entering_a_context_twice_raises():
     checked(f, torch.ones(3), fullgraph=True, graphs=1)
 
 
+def test_a_break_inside_context_run():
+    def inner(x):
+        V.set(5)
+        print("inside")
+        return x * V.get()
+
+    def f(x):
+        y = x + 1
+        ctx = contextvars.copy_context()
+        z = ctx.run(inner, y)  # the break inside: this call runs eagerly, in the rebuilt copy
+        return z + V.get(), ctx.run(V.get)
+    checked(f, torch.ones(3))
+
+
+def test_a_returned_context_is_rebuilt():
+    def f(x):
+        empty = contextvars.Context()
+        empty.run(D.set, 4)
+        empty.run(U.set, x * 2)
+        return x + 1, contextvars.copy_context(), empty
+
+    for fn in (f, bytegraph.compile(f, fullgraph=True)):
+        def body():
+            V.set(7)
+            _, copy, empty = fn(torch.ones(2))
+            assert copy[V] == 7 and copy.get(D, "unset") == "unset" and len(copy) == 1
+            assert empty.get(V, "unset") == "unset" and empty[D] == 4 and len(empty) == 2
+            torch.testing.assert_close(empty[U], torch.full((2,), 2.0))
+        contextvars.Context().run(body)
+
+
+def test_a_context_that_cannot_be_rebuilt_is_a_graph_break():
+    def f(x):
+        V.set(8)
+        return x + 1, contextvars.copy_context()
+    for fn in (f, bytegraph.compile(f)):
+        def body():
+            V.set(7)
+            out, ctx = fn(torch.ones(2))
+            torch.testing.assert_close(out, torch.full((2,), 2.0))
+            assert dict(ctx) == {V: 8} and V.get() == 8
+        contextvars.Context().run(body)
+    with pytest.raises(bytegraph.Unsupported, match="reaching code outside the graph"):
+        contextvars.copy_context().run(bytegraph.compile(f, fullgraph=True), torch.ones(3))
+
+
 def test_iterating_a_context_is_a_graph_break():
     def f(x):
         ctx = contextvars.copy_context()

@@ -36,8 +36,13 @@ Contexts: `copy_context()` and `Context()` called in the trace are `ContextVaria
 the values that differ from their base (the caller's values for a copy, unset for an empty
 one). `ctx.run(fn, *args, **kwargs)` traces `fn` with the context pushed on
 `output.contexts`, so `get`/`set`/`reset` inside read and write that context and its
-tokens belong to it; the caller's context never sees them, as eager. Graph breaks, with
-their reason: a Context made in the trace or its tokens reaching residual code, iterating
+tokens belong to it; the caller's context never sees them, as eager. A Context made in the
+trace that reaches residual code (returned, live at a graph break: a break inside `run`
+breaks at the outermost call, `ctx.run(...)` itself) is rebuilt by `rebuild_context`: a
+new empty one or a copy of the real current context, with the trace's values set in it;
+that needs the real context to be what the copy was made of (no variable written in the
+caller's context) and no variable reset to unset in it. Graph breaks, with their reason:
+a Context made in the trace that cannot be rebuilt so, its tokens reaching residual code, iterating
 a Context (its variables include every one the caller set, which the trace does not
 know), a Context from outside, a `reset` with a Token from outside the trace (whether it
 was used, and in which Context it was made, is not visible), and creating a ContextVar in
@@ -101,6 +106,15 @@ def replay_history(var, plan: tuple, values: tuple) -> list:
     if restore is not None:
         var.reset(restore)
     return tokens
+
+
+def rebuild_context(empty: bool, pairs: tuple):
+    """Residual helper: a Context made in the trace, rebuilt: an empty one or a copy of the
+    current one, with variable, value `pairs` (flat) set in it."""
+    ctx = contextvars.Context() if empty else contextvars.copy_context()
+    for i in range(0, len(pairs), 2):
+        ctx.run(pairs[i].set, pairs[i + 1])
+    return ctx
 
 
 def _arity(tx, what: str, args, kwargs, low: int, high: int) -> None:
@@ -394,6 +408,7 @@ class ContextVariable(VariableTracker):
     values (a copy) or none (`empty`: `Context()`); `entered` while its `run` is traced."""
 
     __slots__ = ("values", "empty", "entered")
+    rebuilt_as_new_object = True
 
     def __init__(self, values: dict, empty: bool):
         super().__init__(None)
@@ -421,7 +436,8 @@ class ContextVariable(VariableTracker):
         return ContextVariable(dict(self.values), self.empty)
 
     def children(self):
-        return [value for _, value in self.values.values() if isinstance(value, VariableTracker)]
+        return [item for var_vt, value in self.values.values() if isinstance(value, VariableTracker)
+                for item in (var_vt, value)]
 
     def var_getattr(self, tx, name: str):
         if name in _CONTEXT_METHODS:
@@ -499,9 +515,23 @@ class ContextVariable(VariableTracker):
             self.entered = False
 
     def reconstruct(self, cg) -> None:
-        cg.tx.unsupported(f"{self.describe()} reaching code outside the graph (its values are the trace's)",
-                          category="unsupported output",
-                          hint="copy the context and run it inside the compiled function, or outside it")
+        """A new real Context with this one's values: `Context()`, or `copy_context()` when
+        no variable was written in the caller's context (then the real one still holds what
+        the copy was made of), each written value then set in it by its `run`."""
+        written = [(var_vt, value) for var_vt, value in self.values.values() if value is not ORIGINAL]
+        if any(value is MISSING for _, value in written) or not self.empty and any(
+                isinstance(vt, ContextVarVariable) for vt in cg.tx.output.side_effects.mutated.values()):
+            cg.tx.unsupported(f"{self.describe()} reaching code outside the graph, after variables it holds "
+                              "were reset or the caller's were written", category="unsupported output",
+                              hint="copy the context and run it inside the compiled function, or outside it")
+        cg.push_null()
+        cg.load_const(rebuild_context)
+        cg.load_const(self.empty)
+        for var_vt, value in written:
+            cg.reconstruct(var_vt)
+            cg.reconstruct(value)
+        cg.build("BUILD_TUPLE", 2 * len(written))
+        cg.call(2)
 
 
 _CONTEXT_METHODS = frozenset({"run", "copy", "get", "keys", "values", "items", "__getitem__", "__contains__",
