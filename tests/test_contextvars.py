@@ -399,6 +399,21 @@ def test_context_lookups():
     check_in_fresh_contexts(f, torch.ones(3))
 
 
+def test_context_wrong_arguments_raise_as_eager():
+    def f(x):
+        ctx = contextvars.copy_context()
+        errors = []
+        for call in (lambda: ctx.copy(1), lambda: ctx.get(), lambda: ctx.get(V, 1, 2), lambda: ctx.get(V, default=1),
+                     lambda: ctx.get(1), lambda: ctx[V], lambda: ctx.run(), lambda: contextvars.Context(1),
+                     lambda: contextvars.copy_context(1)):
+            try:
+                call()
+            except (TypeError, KeyError) as e:
+                errors.append((type(e).__name__, str(e) if type(e) is TypeError else None))
+        return x + 1, errors
+    check_in_fresh_contexts(f, torch.ones(3))
+
+
 def test_a_token_of_a_copied_context_is_rejected_in_the_caller():
     def f(x):
         ctx = contextvars.copy_context()

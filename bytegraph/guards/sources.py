@@ -12,6 +12,7 @@ that many sources share once into a local (`PyCodegen.call_graph`).
 """
 from __future__ import annotations
 
+import contextvars
 import threading
 from dataclasses import MISSING, dataclass, fields
 
@@ -756,8 +757,6 @@ def context_var_value(var):
 def context_var_default(var):
     """The default `var` was created with (what `var.get()` answers in an empty context),
     or `CONTEXT_VAR_UNSET`."""
-    import contextvars
-
     try:
         return contextvars.Context().run(var.get)
     except LookupError:

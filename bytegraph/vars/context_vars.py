@@ -13,9 +13,9 @@ read lazily, once, through `ContextVarSource` (`var.get(<unset>)` evaluated at c
 and guarded on what the trace used: `wrap` guards it as it guards any value read from
 outside (a constant by value, an object by type or identity, a tensor by its metadata), an
 unset variable by identity with the sentinel; a trace that only sets and resets reads
-nothing. `get()` of an unset variable answers its argument, else its own default (fixed:
-read from an empty context, `ContextVarSource(default=True)`), else raises the user's
-LookupError. `set(v)` returns a `TokenVariable` remembering the value it replaced, `reset`
+nothing. `get()` of an unset variable answers its argument, else its own default (read
+from an empty context, `ContextVarSource(default=True)`, and guarded), else raises the
+user's LookupError. `set(v)` returns a `TokenVariable` remembering the value it replaced, `reset`
 checks what CPython checks (in its order: a token used twice, a token of another variable,
 a token of another Context) and puts that value back. Nothing real changes while tracing:
 a write in the caller's context changes the tracker (through the mutation barrier) and is
@@ -42,9 +42,9 @@ breaks at the outermost call, `ctx.run(...)` itself) is rebuilt by `rebuild_cont
 new empty one or a copy of the real current context, with the trace's values set in it;
 that needs the real context to be what the copy was made of (no variable written in the
 caller's context) and no variable reset to unset in it. Graph breaks, with their reason:
-a Context made in the trace that cannot be rebuilt so, its tokens reaching residual code, iterating
-a Context (its variables include every one the caller set, which the trace does not
-know), a Context from outside, a `reset` with a Token from outside the trace (whether it
+a Context made in the trace that cannot be rebuilt so, its tokens reaching residual code,
+iterating a Context (its variables include every one the caller set, which the trace does
+not know), a Context from outside, a `reset` with a Token from outside the trace (whether it
 was used, and in which Context it was made, is not visible), and creating a ContextVar in
 the compiled function (each call would make a new variable).
 """
@@ -122,10 +122,13 @@ def _arity(tx, what: str, args, kwargs, low: int, high: int) -> None:
     if kwargs:
         tx.raise_user_error(TypeError(f"{what}() takes no keyword arguments"))
     if not low <= len(args) <= high:
+        if high == 0:
+            tx.raise_user_error(TypeError(f"{what}() takes no arguments ({len(args)} given)"))
         if low == high:
             tx.raise_user_error(TypeError(f"{what}() takes exactly one argument ({len(args)} given)"))
-        tx.raise_user_error(TypeError(f"{what.split('.')[-1]} expected at most {high} argument"
-                                      f"{'s' if high > 1 else ''}, got {len(args)}"))
+        bound, n = ("least", low) if len(args) < low else ("most", high)
+        tx.raise_user_error(TypeError(f"{what.split('.')[-1]} expected at {bound} {n} argument"
+                                      f"{'s' if n > 1 else ''}, got {len(args)}"))
 
 
 class ContextVarVariable(VariableTracker):
@@ -459,13 +462,12 @@ class ContextVariable(VariableTracker):
         if name == "copy":
             _arity(tx, "Context.copy", args, kwargs, 0, 0)
             return self.copy()
-        if name in ("get", "__getitem__", "__contains__"):
-            if kwargs:
-                tx.raise_user_error(TypeError(f"{name}() takes no keyword arguments"))
-            if name == "get" and not 1 <= len(args) <= 2:
-                tx.raise_user_error(TypeError(f"get expected at most 2 arguments, got {len(args)}"))
-            if name != "get" and len(args) != 1:
-                tx.raise_user_error(TypeError(f"expected 1 argument, got {len(args)}"))
+        if name == "get":
+            _arity(tx, "Context.get", args, kwargs, 1, 2)
+            return self._item(tx, name, args)
+        if name in ("__getitem__", "__contains__"):
+            if kwargs or len(args) != 1:
+                tx.raise_user_error(TypeError(f"expected 1 argument, got {len(args) + len(kwargs)}"))
             return self._item(tx, name, args)
         tx.unsupported(f"Context.{name}() of {self.describe()}: iterating a Context is not traced (its variables "
                        "include every one the caller set, which the trace does not know)",
