@@ -5,7 +5,8 @@
   what `torch.overrides` lists, plus tensor factories);
 - BUILTIN: a handler with trace-time semantics of its own (`vars/builtins.py::HANDLERS`:
   builtins, `operator`, `math`, `contextvars` (`vars/context_vars.py`);
-  `vars/torch_functions.py::SPECIAL`: grad mode, RNG state, `torch.Size`, folded state queries...; `vars/environ.py`: reads of `os.environ`;
+  `vars/torch_functions.py::SPECIAL`: grad mode, RNG state, `torch.Size`, folded state
+  queries...; `vars/environ.py`: reads of `os.environ`;
   `vars/typing_forms.py`: `typing.get_origin`/`get_args` folded on constants;
   `vars/autograd_function.py`: `Function.apply` of a custom autograd.Function);
 - POLYFILL: a C function with a Python stand-in (`vars/polyfills/`), inlined in its place;
