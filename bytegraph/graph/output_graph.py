@@ -73,6 +73,7 @@ class OutputGraph:
         self.open_generators: list = []  # generators suspended inside try/with (translate/generators.py)
         self.generator_holders: dict = {}  # id(open generator) -> its last witness (translate/generators.py)
         self.intermediate_hooks = None  # the slot of hooks on graph tensors (vars/intermediate_hooks.py)
+        self.contexts: list = []  # the contextvars Contexts being run, innermost last (vars/context_vars.py)
         self._unguarded: set = set()  # sources of inputs the residual code makes (never guarded)
         self.root_graph = self.graph
         self._subgraphs: list = []   # the open `subgraph()` scopes, innermost last

@@ -12,6 +12,7 @@ that many sources share once into a local (`PyCodegen.call_graph`).
 """
 from __future__ import annotations
 
+import contextvars
 import threading
 from dataclasses import MISSING, dataclass, fields
 
@@ -732,3 +733,59 @@ class CMethodResultSource(Source):
         for arg in self.args:
             cg.load_const(arg)
         cg.call(1 + len(self.args))
+
+
+class _ContextVarUnset:
+    """What `context_var_value` / `context_var_default` answer for a variable without a value."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+CONTEXT_VAR_UNSET = _ContextVarUnset()
+
+
+def context_var_value(var):
+    """The value of `contextvars.ContextVar` `var` in the current context, or
+    `CONTEXT_VAR_UNSET` (its own default is not a value: `var.get(sentinel)` answers the
+    sentinel for an unset variable whatever its default)."""
+    return var.get(CONTEXT_VAR_UNSET)
+
+
+def context_var_default(var):
+    """The default `var` was created with (what `var.get()` answers in an empty context),
+    or `CONTEXT_VAR_UNSET`."""
+    try:
+        return contextvars.Context().run(var.get)
+    except LookupError:
+        return CONTEXT_VAR_UNSET
+
+
+@source_class
+class ContextVarSource(Source):
+    """The value of the `contextvars.ContextVar` at `base` in the caller's current context
+    (`context_var_value`), or with `default` the default it was made with
+    (`context_var_default`): a read that guards and residual code make at call time."""
+
+    base: Source
+    default: bool = False
+
+    def _reader(self):
+        return context_var_default if self.default else context_var_value
+
+    def name(self) -> str:
+        return f"{ObjectSource(self._reader()).name()}({self.base.name()})"
+
+    def describe(self) -> str:
+        return f"{self.base.describe()}.get()" + (" in an empty context" if self.default else "")
+
+    def prefix(self) -> Source:
+        return self.base
+
+    def reconstruct(self, cg) -> None:
+        cg.push_null()
+        cg.load_const(self._reader())
+        cg.load_source(self.base)
+        cg.call(1)

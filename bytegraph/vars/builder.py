@@ -29,6 +29,7 @@ from .base import VariableTracker
 from .classes import ClassVariable
 from .constant import ConstantVariable, is_constant_value
 from .containers import DictVariable, ListVariable, NamedTupleVariable, SetVariable, SizeVariable, TupleVariable
+from .context_vars import ContextVarVariable
 from .counter import CounterVariable
 from .deque import DequeVariable
 from .dict_keys import fixed_key
@@ -69,7 +70,7 @@ def wrap(tx, value, source=None, guard: bool = True) -> VariableTracker:
 
 
 _IDENTITY_TRACKED = (ListVariable, DictVariable, SetVariable, UserObjectVariable, SequenceIteratorVariable,
-                     HashedIteratorVariable, EnumerateIteratorVariable, DequeVariable)
+                     HashedIteratorVariable, EnumerateIteratorVariable, DequeVariable, ContextVarVariable)
 
 
 def is_identity_tracked(vt) -> bool:

@@ -4,8 +4,9 @@
 - GRAPH_OP: a torch op; a call adds a graph node (`vars/torch_functions.py::GRAPH_OPS`:
   what `torch.overrides` lists, plus tensor factories);
 - BUILTIN: a handler with trace-time semantics of its own (`vars/builtins.py::HANDLERS`:
-  builtins, `operator`, `math`; `vars/torch_functions.py::SPECIAL`: grad mode, RNG state,
-  `torch.Size`, folded state queries...; `vars/environ.py`: reads of `os.environ`;
+  builtins, `operator`, `math`, `contextvars` (`vars/context_vars.py`);
+  `vars/torch_functions.py::SPECIAL`: grad mode, RNG state, `torch.Size`, folded state
+  queries...; `vars/environ.py`: reads of `os.environ`;
   `vars/typing_forms.py`: `typing.get_origin`/`get_args` folded on constants;
   `vars/autograd_function.py`: `Function.apply` of a custom autograd.Function);
 - POLYFILL: a C function with a Python stand-in (`vars/polyfills/`), inlined in its place;
@@ -32,7 +33,7 @@ import functools
 import types
 from dataclasses import dataclass
 
-from . import counter, dataclass_fields, deque, keyed_dicts, logging_calls, mappings, namedtuples, polyfills, signatures  # noqa: F401  (their HANDLERS entries)
+from . import context_vars, counter, dataclass_fields, deque, keyed_dicts, logging_calls, mappings, namedtuples, polyfills, signatures  # noqa: F401  (their HANDLERS entries)
 from .environ import ENVIRON_READS
 from .typing_forms import FOLDS as TYPING_FOLDS
 from .autograd_function import APPLY as AUTOGRAD_APPLY
