@@ -297,8 +297,12 @@ class NNModuleVariable(UserObjectVariable):
                 return wrap_int(tx, value, source)  # a counter is not pinned unless used
             return tx.wrap(value, source)
         for dict_name in _SLOT_DICTS:
-            slots = instance[dict_name]
-            if name in slots:
+            whole = tx.output.tracked.get(ModuleDictItemSource(self.dict_src, dict_name, self.source))
+            if whole is not None:  # `self._buffers` read whole: writes through it are in its tracker
+                if name in whole.items:
+                    return whole.items[name]
+                continue
+            if name in instance[dict_name]:
                 return self._slot(tx, dict_name, name)
         if cls_attr is not _ABSENT:
             if name in _TREE_METHODS and cls_attr is getattr(torch.nn.Module, name):
