@@ -114,7 +114,8 @@ def op_name(fn) -> str:
         return f"torch.ops.{fn._qualname.replace('::', '.')}"
     if isinstance(fn, DISPATCHER_OP_TYPES):
         return f"torch.ops.{fn}"
-    return f"{getattr(fn, '__module__', None) or 'torch'}.{getattr(fn, '__qualname__', fn)}"
+    module, name = getattr(fn, "__module__", None), getattr(fn, "__name__", None)
+    return f"{module}.{name}" if module and name else f"torch.{getattr(fn, '__qualname__', fn)}"
 
 
 def missing_fake_kernel(fn) -> str | None:

@@ -148,16 +148,21 @@ _DERIVED: dict = {}  # torch namespace C function -> its derived rule (Note in t
 
 
 def derived_rule(fn) -> Rule | None:
-    """The rule `torch_op_rule` gives `fn` (None: `fn` is no torch op): GRAPH_OP, or a BREAK
-    saying why a torch callable must not be a graph op."""
+    """The rule `torch_op_rule` gives hashable `fn` (None: `fn` is no torch op): GRAPH_OP, or
+    a BREAK saying why a torch callable must not be a graph op (`NOT_GRAPH_OPS`)."""
     if type(fn) in torch_op_rule.OP_TYPES:
         return _TORCH_OP
     rule = _DERIVED.get(fn)
-    if rule is None and torch_op_rule.is_namespace_op(fn):
+    if rule is None:
         reason = torch_op_rule.NOT_GRAPH_OPS.get(fn)
-        rule = _TORCH_OP if reason is None else Rule(
-            Kind.BREAK, f"torch.{fn.__name__}(): {reason}", category="unsupported call", hint=_IO_MODULE.hint)
-        _DERIVED[fn] = rule
+        if reason is not None:
+            rule = Rule(Kind.BREAK, f"{torch_op_rule.op_name(fn)}(): {reason}", category="unsupported call",
+                        hint=_IO_MODULE.hint)
+        elif torch_op_rule.is_namespace_op(fn):
+            rule = _TORCH_OP
+        else:
+            return None
+        _DERIVED[fn] = rule  # fn is a namespace's attribute or a NOT_GRAPH_OPS key: alive for good
     return rule
 
 
