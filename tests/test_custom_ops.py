@@ -161,6 +161,9 @@ def test_custom_op_without_fake_kernel_breaks_naming_it():
     assert any("bg_test.no_fake" in r and "no fake kernel" in r for r in reasons), reasons
     with pytest.raises(bytegraph.Unsupported, match="bg_test.no_fake.*no fake kernel"):
         bytegraph.compile(fn, fullgraph=True)(torch.randn(3))
+    for op in (torch.ops.bg_test.no_fake, torch.ops.bg_test.no_fake.default):
+        with pytest.raises(bytegraph.Unsupported, match="bg_test.no_fake.*no fake kernel"):
+            bytegraph.compile(lambda x: op(x) + 1, fullgraph=True)(torch.randn(3))
 
 
 def test_op_without_meta_kernel_breaks_naming_it():
@@ -170,3 +173,16 @@ def test_op_without_meta_kernel_breaks_naming_it():
     check(fn, torch.randn(3), graphs=2)
     reasons = [b.reason for b in bytegraph.explain(fn)(torch.randn(3)).break_reasons]
     assert any("cpu_only" in r and "fake" in r for r in reasons), reasons
+
+
+def test_aten_view_overload_aliases_its_argument():
+    """An overload returning an alias (`Tensor(a)`): writing the view writes the argument."""
+    def fn(x):
+        y = x * 1
+        v = torch.ops.aten.transpose.int(y, 0, 1)
+        torch.ops.aten.add_.Tensor(v, torch.ones(3, 2))
+        w = torch.ops.aten.select.int(y, 0, 1)
+        w.mul_(3)
+        return y, v.is_contiguous(), v.shape
+
+    check(fn, torch.randn(2, 3), graphs=1, fullgraph=True)
