@@ -91,7 +91,7 @@ def test_no_torch_callable_is_routed_by_an_allow_list():
             assert fn in GRAPH_OPS, f"{fn} is a table GRAPH_OP not listed by torch.overrides"
     # ... and the modules that decide keep no other collection of torch callables.
     allowed = {"NOT_GRAPH_OPS", "SPECIAL", "GRAPH_OPS", "RULES", "_DERIVED", "AUTOCAST_SPECIAL",
-               "MODULE_HOOK_SPECIAL", "OP_TYPES", "DISPATCHER_OP_TYPES", "CUSTOM_OP_TYPES", "RULE_TYPES"}
+               "MODULE_HOOK_SPECIAL", "OP_TYPES", "OP_CLASSES", "DISPATCHER_OP_TYPES", "CUSTOM_OP_TYPES", "RULE_TYPES"}
     overridable = _overridable()
     for module in (torch_functions, torch_op_rule, trace_rules):
         for name, value in vars(module).items():

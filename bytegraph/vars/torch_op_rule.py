@@ -31,7 +31,8 @@ _VF = torch._C._VariableFunctions
 # The dispatcher's operator objects (torch.ops.*), and torch.library.custom_op's.
 DISPATCHER_OP_TYPES = (torch._ops.OpOverload, torch._ops.OpOverloadPacket)
 CUSTOM_OP_TYPES = (custom_ops.CustomOpDef,)
-OP_TYPES = frozenset(DISPATCHER_OP_TYPES + CUSTOM_OP_TYPES)
+OP_CLASSES = DISPATCHER_OP_TYPES + CUSTOM_OP_TYPES  # their subclasses too (`TorchBindOpOverload`)
+OP_TYPES = frozenset(OP_CLASSES)
 
 
 def _namespace(fn):
@@ -100,7 +101,7 @@ def is_namespace_op(fn) -> bool:
 
 def is_torch_op(fn) -> bool:
     """Whether `fn` is a torch op by the rule (NOT_GRAPH_OPS not yet subtracted)."""
-    return type(fn) in OP_TYPES or is_namespace_op(fn)
+    return isinstance(fn, OP_CLASSES) or is_namespace_op(fn)
 
 
 def graph_target(fn):
@@ -121,6 +122,8 @@ def op_name(fn) -> str:
 def missing_fake_kernel(fn) -> str | None:
     """Why fake propagation cannot run custom op `fn` (None: it can, or `fn` is no custom op):
     a `torch.library.custom_op` without `register_fake` (whose fake kernel raises)."""
+    if not isinstance(fn, OP_CLASSES):
+        return None
     target = graph_target(fn)
     overloads = [getattr(target, name) for name in target.overloads()] \
         if isinstance(target, torch._ops.OpOverloadPacket) else [target]
@@ -136,6 +139,8 @@ def missing_fake_kernel(fn) -> str | None:
 def written_arguments(target) -> tuple | None:
     """(positions, names) of the arguments dispatcher op `target` writes by its schema
     (`Tensor(a!)`; for a packet, what any overload writes), or None for other callables."""
+    if not isinstance(target, DISPATCHER_OP_TYPES):
+        return None
     if isinstance(target, torch._ops.OpOverloadPacket):
         overloads = [getattr(target, name) for name in target.overloads()]
     elif isinstance(target, torch._ops.OpOverload):

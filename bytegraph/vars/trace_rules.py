@@ -150,7 +150,7 @@ _DERIVED: dict = {}  # torch namespace C function -> its derived rule (Note in t
 def derived_rule(fn) -> Rule | None:
     """The rule `torch_op_rule` gives hashable `fn` (None: `fn` is no torch op): GRAPH_OP, or
     a BREAK saying why a torch callable must not be a graph op (`NOT_GRAPH_OPS`)."""
-    if type(fn) in torch_op_rule.OP_TYPES:
+    if isinstance(fn, torch_op_rule.OP_CLASSES):
         return _TORCH_OP
     rule = _DERIVED.get(fn)
     if rule is None:
