@@ -39,7 +39,8 @@ from ..vars import autocast
 from ..vars.base import VariableTracker
 from ..vars.builder import wrap_op_result
 from ..vars.containers import NamedTupleVariable, TupleVariable
-from ..vars.symbolic import SymNodeVariable
+from ..vars.symbolic import SYM_TYPES, SymNodeVariable
+from ..vars.torch_op_rule import written_arguments
 from ..vars.tensor import TensorVariable
 
 _FAKE_TENSOR_LOG = logging.getLogger("torch._subclasses.fake_tensor")
@@ -326,17 +327,22 @@ class OutputGraph:
 
     def call_op(self, kind: str, target, args: list, kwargs: dict) -> VariableTracker:
         tx = self.current_tx
-        writes = _writes_first_argument(kind, target, kwargs) or bool(kwargs) and "out" in kwargs
-        if writes:
-            self._before_inplace(args, kwargs)
+        written = _written(kind, target, args, kwargs)
+        if written:
+            self._before_inplace(written)
         fx_args = tuple([a.as_fx_arg(tx) for a in args])
         fx_kwargs = {k: v.as_fx_arg(tx) for k, v in kwargs.items()} if kwargs else {}
         fake_args = tuple([_example_of(a) for a in fx_args])
         fake_kwargs = {k: _example_of(v) for k, v in fx_kwargs.items()} if kwargs else {}
         example = self._run_fake(tx, kind, target, fake_args, fake_kwargs)
         returned = next((a for a in (*args, *kwargs.values()) if a.is_tensor and a.example is example), None)
-        if returned is not None and not writes:
+        if returned is not None and not written:
             return returned  # Note [Ops returning their input]: nothing to record
+        if not written and not _holds(fx_args, torch.fx.Node) and not _holds(fx_kwargs, torch.fx.Node) \
+                and not _holds(example, (torch.Tensor, *SYM_TYPES)):
+            # A torch op of constants with no tensor in its result (`torch._C._nn._parse_to(dtype)`,
+            # `torch.result_type(1, 2.0)`): its value, the node would compute it again.
+            return wrap_op_result(tx, None, example)
         node = self.add_node(kind, target, fx_args, fx_kwargs)
         node.meta["example_value"] = example
         node.meta["bg_frames"] = tx.frames()
@@ -405,16 +411,10 @@ class OutputGraph:
             shapes.locate(before, tx.guard_location())
 
 
-    def _before_inplace(self, args, kwargs) -> None:
-        """An in-place method (`x.add_()`, `x.unsqueeze_()`, `torch._foreach_mul_(xs, 2)`) or `out=` op changes tensors
-        the trace holds: the barrier (scope check; their fake metadata saved for restore)."""
-        out = kwargs.get("out") if kwargs else None
-        if out is None:  # the first argument; a list of tensors for `torch._foreach_add_(xs, ...)`
-            items = args[0].sequence_items()
-            written = list(items) if items is not None else [args[0]]
-        else:
-            items = out.sequence_items()
-            written = list(items) if items is not None else [out]
+    def _before_inplace(self, written: list) -> None:
+        """An in-place method (`x.add_()`, `x.unsqueeze_()`, `torch._foreach_mul_(xs, 2)`), `out=` op or
+        dispatcher op writing arguments by its schema changes tensors the trace holds: the
+        barrier (scope check; their fake metadata saved for restore)."""
         for vt in written:
             if vt.is_tensor:
                 self.side_effects.mutate(vt, replay=False)
@@ -513,6 +513,41 @@ def _writes_first_argument(kind: str, target, kwargs) -> bool:
         return True
     inplace = kwargs.get("inplace") if kwargs else None
     return inplace is not None and inplace.is_python_constant() and inplace.as_python_constant() is True
+
+
+def _written(kind: str, target, args: list, kwargs: dict) -> list:
+    """The trackers the op writes: those its schema marks written (a dispatcher op), `out=`,
+    or its first argument (a list's items for `torch._foreach_add_(xs, ...)`) by
+    `_writes_first_argument`."""
+    by_schema = written_arguments(target) if kind == "call_function" else None
+    if by_schema is not None:
+        positions, names = by_schema
+        found = [a for i, a in enumerate(args) if i in positions]
+        found += [v for k, v in kwargs.items() if k in names] if kwargs else []
+    elif kwargs and "out" in kwargs:
+        found = [kwargs["out"]]
+    elif _writes_first_argument(kind, target, kwargs):
+        found = [args[0]]
+    else:
+        return []
+    written = []
+    for vt in found:
+        items = vt.sequence_items()
+        written.extend(items if items is not None else [vt])
+    return written
+
+
+def _holds(x, types_: tuple) -> bool:
+    """Whether value `x` (an FX argument or a fake result) holds an instance of `types_`."""
+    if isinstance(x, types_):
+        return True
+    if type(x) in (list, tuple) or isinstance(x, tuple):
+        return any(_holds(i, types_) for i in x)
+    if type(x) is dict:
+        return any(_holds(v, types_) for v in x.values())
+    if type(x) is slice:
+        return _holds((x.start, x.stop, x.step), types_)
+    return False
 
 
 def _graph_position(graph: torch.fx.Graph) -> tuple:

@@ -41,7 +41,7 @@ from .objects import UserObjectVariable, build_user_object, same_callable_guard
 from .registry import guard as _guard, register
 from .symbolic import SYM_TYPES, wrap_symbolic
 from .tensor import TensorVariable
-from .trace_rules import RULE_TYPES, RULES
+from .trace_rules import RULE_TYPES, RULES, table_rule
 
 
 def wrap(tx, value, source=None, guard: bool = True) -> VariableTracker:
@@ -96,14 +96,12 @@ def _builder_for(value_type: type):
 
 
 def _rule_first(build):
-    """`build`, after the trace-rules table: a callable with a table rule (a graph op, a
-    builtin handler, a polyfill) gets that rule's tracker, guarded to stay that callable."""
+    """`build`, after the trace rules: a callable with a table rule (a graph op, a builtin
+    handler, a polyfill) or a derived torch-op rule gets that rule's tracker, guarded to
+    stay that callable."""
     def build_callable(tx, value, source, do_guard: bool) -> VariableTracker:
-        try:
-            rule = RULES.get(value)
-        except TypeError:  # unhashable: no table holds it
-            rule = None
-        if rule is None:
+        rule = table_rule(value)
+        if rule is None or rule.tracker is None:
             return build(tx, value, source, do_guard)
         _guard(tx, do_guard, same_callable_guard(value), source, value)
         return rule.tracker(value, source)

@@ -297,8 +297,12 @@ class NNModuleVariable(UserObjectVariable):
                 return wrap_int(tx, value, source)  # a counter is not pinned unless used
             return tx.wrap(value, source)
         for dict_name in _SLOT_DICTS:
-            slots = instance[dict_name]
-            if name in slots:
+            whole = tx.output.tracked.get(ModuleDictItemSource(self.dict_src, dict_name, self.source))
+            if whole is not None:  # `self._buffers` read whole: writes through it are in its tracker
+                if name in whole.items:
+                    return whole.items[name]
+                continue
+            if name in instance[dict_name]:
                 return self._slot(tx, dict_name, name)
         if cls_attr is not _ABSENT:
             if name in _TREE_METHODS and cls_attr is getattr(torch.nn.Module, name):
@@ -349,8 +353,10 @@ class NNModuleVariable(UserObjectVariable):
 
     def _check_writable(self, tx, name: str, what: str, value=None) -> None:
         """Plain attribute writes are logged and replayed with `setattr` (graph/side_effects.py);
-        `Module.__setattr__` then does exactly `object.__setattr__`. Writes that register a
-        parameter, buffer or submodule, or that go through a descriptor, are not modelled."""
+        `Module.__setattr__` then does exactly `object.__setattr__` (a plain tensor under a
+        name no slot dict holds too: `nn.utils.weight_norm`'s pre-hook sets `weight` so).
+        Writes that register a parameter, buffer or submodule, or that go through a
+        descriptor, are not modelled."""
         d = self.value.__dict__
         if self.source is None:
             tx.unsupported(f"{what} attribute {name!r} of a module without a source", category="side effect")
@@ -358,8 +364,8 @@ class NNModuleVariable(UserObjectVariable):
         if cls.__setattr__ is not torch.nn.Module.__setattr__ or cls.__delattr__ is not torch.nn.Module.__delattr__:
             tx.unsupported(f"{what} attribute {name!r} of {self.describe()}, whose class overrides "
                            "__setattr__/__delattr__", category="side effect")
-        if any(name in d[slot] for slot in _SLOT_DICTS) or name in _SLOT_DICTS or \
-                isinstance(value, (TensorVariable, NNModuleVariable)):
+        if any(name in d[slot] for slot in _SLOT_DICTS) or name in _SLOT_DICTS or isinstance(value, NNModuleVariable) \
+                or (isinstance(value, TensorVariable) and issubclass(value.python_type(), torch.nn.Parameter)):
             tx.unsupported(f"{what} {name!r} of {self.describe()} changes its parameters, buffers or "
                            "submodules", category="side effect",
                            hint="register parameters, buffers and submodules outside the compiled call")

@@ -116,6 +116,14 @@ class TensorVariable(VariableTracker):
         tx.unsupported(f"attribute '{name}' of {self.describe()}", category="unsupported tensor attribute",
                        hint="only standard torch.Tensor attributes are captured")
 
+    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        """`t.data = t` changes nothing (`Module._apply` does it for a conversion that returns
+        the parameter itself: `.to()` of its own dtype and device, `.float()` of a float
+        module); any other attribute write is not modelled."""
+        if name == "data" and value is self:
+            return
+        super().store_attr(tx, name, value)
+
     def _input_grad(self, tx):
         """`.grad` of a graph input: None (guarded to stay None) or the real gradient, itself
         a graph input (guarded like any). None for other tensors (their `.grad` is unsupported)."""

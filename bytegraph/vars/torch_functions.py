@@ -1,11 +1,11 @@
-"""torch functions: which callables become graph ops, the special cases that do not
+"""torch functions: the graph-op tracker, the special cases that are no graph ops
 (grad-mode context managers, RNG state, `torch.Size`), and the grad-mode trackers.
 
-A callable is a graph op if torch lists it as overridable (`torch.overrides`: every
-tensor op, `torch.nn.functional.*`, Tensor methods), it is a tensor factory or a
-multi-tensor `torch._foreach_*` op.
-Anything else from torch (global state setters, RNG seeding, I/O) is not run at trace
-time: it breaks the graph. `GRAPH_OPS` and `SPECIAL` are data of `vars/trace_rules.py`.
+Which torch callables are graph ops is a rule (`vars/torch_op_rule.py`): a C function of
+torch's operator namespaces, a dispatcher op or custom op, and what `torch.overrides`
+lists (`GRAPH_OPS`: its Python functions and Tensor methods too), minus `NOT_GRAPH_OPS`.
+Anything else from torch's C side (global state setters, RNG seeding, I/O) is not run at
+trace time: it breaks the graph. `GRAPH_OPS` and `SPECIAL` are data of `vars/trace_rules.py`.
 """
 from __future__ import annotations
 
@@ -13,42 +13,26 @@ import functools
 import typing
 
 import torch
-import torch.nn.functional as F
 import torch.overrides
 
 from .base import CallableValueVariable, VariableTracker
 from ..guards.guard import GuardKind
+from ..guards.sources import AttrSource
 from .constant import ConstantVariable
 from .registry import guard, register
 from .tensor_scalar_args import rewrite_function
 from .autocast import SPECIAL as AUTOCAST_SPECIAL, state_query
 from .module_hooks import MODULE_HOOK_SPECIAL
 from .torch_contexts import null_context
-
-_FACTORIES = (
-    torch.arange, torch.as_tensor, torch.empty, torch.empty_strided, torch.eye, torch.full,
-    torch.linspace, torch.logspace, torch.ones, torch.zeros, torch.rand, torch.randn, torch.randint,
-    torch.randperm, torch.normal, torch.tensor, torch.scalar_tensor, torch.tril_indices,
-    torch.triu_indices, torch.rand_like, torch.randn_like, torch.randint_like, torch.bartlett_window,
-    torch.blackman_window, torch.hamming_window, torch.hann_window, torch.kaiser_window,
-    F.sigmoid, F.tanh, F.hardsigmoid, F.hardswish, torch.result_type, torch.promote_types,
-    torch.can_cast, torch.broadcast_shapes,
-    torch._transformer_encoder_layer_fwd,  # nn.TransformerEncoderLayer's eval fast path
-)
-_NOT_GRAPH_OPS = (torch.Tensor.backward, torch.Tensor.register_hook, torch.Tensor.item,
-                  torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.retain_grad,
-                  torch.Tensor.requires_grad_, torch.Tensor.data_ptr, torch.Tensor._is_view,
-                  torch.Tensor.is_set_to, torch.autocast)  # torch.autocast: a SPECIAL (vars/autocast.py)
-
+from .torch_op_rule import NOT_GRAPH_OPS, graph_target, missing_fake_kernel, op_name
 
 def _graph_ops() -> frozenset:
+    """What torch.overrides lists (every tensor op of `torch.*`, `torch.nn.functional.*`,
+    Tensor methods), minus what must not be a graph op."""
     ops = set()
     for fns in torch.overrides.get_overridable_functions().values():
         ops.update(fns)
-    ops.update(_FACTORIES)
-    # The multi-tensor ops torch.optim's foreach paths call (lists of tensors in and out).
-    ops.update(getattr(torch, name) for name in dir(torch) if name.startswith("_foreach_"))
-    ops.difference_update(_NOT_GRAPH_OPS)
+    ops.difference_update(NOT_GRAPH_OPS)
     return frozenset(ops)
 
 
@@ -56,7 +40,8 @@ GRAPH_OPS = _graph_ops()
 
 
 class TorchFunctionVariable(CallableValueVariable):
-    """A torch op: calling it adds a `call_function` node."""
+    """A torch op: calling it adds a `call_function` node (a custom op's node calls its
+    `OpOverload`); a custom op without a fake kernel breaks the graph."""
 
     __slots__ = ()
 
@@ -64,10 +49,20 @@ class TorchFunctionVariable(CallableValueVariable):
         rewritten = rewrite_function(tx, self.fn, args, kwargs)
         if rewritten is not None:
             return rewritten
-        return tx.output.call_op("call_function", self.fn, args, kwargs)
+        missing = missing_fake_kernel(self.fn)
+        if missing is not None:
+            tx.unsupported(f"{op_name(self.fn)}(): {missing}", category="unsupported op",
+                           hint="register one with `register_fake` (torch.library) to keep the call in the graph")
+        return tx.output.call_op("call_function", graph_target(self.fn), args, kwargs)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        """An overload of a dispatcher op packet: `torch.ops.aten.add.Tensor`."""
+        if type(self.fn) is not torch._ops.OpOverloadPacket or name not in self.fn.overloads():
+            return super().var_getattr(tx, name)
+        return tx.wrap(getattr(self.fn, name), AttrSource(self.source, name) if self.source is not None else None)
 
     def describe(self) -> str:
-        return f"torch function {getattr(self.fn, '__qualname__', self.fn)}"
+        return f"torch function {op_name(self.fn)}"
 
 
 class TorchSpecialVariable(CallableValueVariable):
@@ -233,18 +228,23 @@ def _rng(tx, args, kwargs):
                    category="unsupported call", hint="seed the generator outside the compiled function")
 
 
-def _no_torch_function(tx, args, kwargs):
-    """`torch.overrides.has_torch_function(tensors)`: False for plain tensors and parameters."""
-    from .tensor import TensorVariable
+def _no_torch_function(of_iterable: bool):
+    """A handler for `has_torch_function(tensors)` (`of_iterable`) and its `_unary(obj)` /
+    `_variadic(*objs)` forms: False for plain tensors, parameters and constants."""
+    def handler(tx, args, kwargs):
+        from .tensor import TensorVariable
 
-    items = args[0].unpack(tx) if len(args) == 1 else args
-    plain = (torch.Tensor, torch.nn.Parameter)
-    for item in items:
-        if isinstance(item, TensorVariable) and item.python_type() not in plain:
-            tx.unsupported("has_torch_function() on a tensor subclass", category="unsupported call")
-        if not isinstance(item, TensorVariable) and not item.is_python_constant():
-            tx.unsupported(f"has_torch_function() on {item.describe()}", category="unsupported call")
-    return ConstantVariable(False)
+        if kwargs or (of_iterable and len(args) != 1):
+            tx.unsupported("has_torch_function() with unexpected arguments", category="unsupported call")
+        items = args[0].unpack(tx) if of_iterable else args
+        plain = (torch.Tensor, torch.nn.Parameter)
+        for item in items:
+            if isinstance(item, TensorVariable) and item.python_type() not in plain:
+                tx.unsupported("has_torch_function() on a tensor subclass", category="unsupported call")
+            if not isinstance(item, TensorVariable) and not item.is_python_constant():
+                tx.unsupported(f"has_torch_function() on {item.describe()}", category="unsupported call")
+        return ConstantVariable(False)
+    return handler
 
 
 def _no_tracing_state(tx, args, kwargs):
@@ -311,7 +311,9 @@ SPECIAL = {
     typing.cast: _cast,
     # Profiler ranges: no-ops in the graph, as under torch.compile.
     torch.autograd.profiler.record_function: functools.partial(null_context, cls=torch.autograd.profiler.record_function),
-    torch.overrides.has_torch_function: _no_torch_function,
+    torch.overrides.has_torch_function: _no_torch_function(of_iterable=True),
+    torch.overrides.has_torch_function_unary: _no_torch_function(of_iterable=False),
+    torch.overrides.has_torch_function_variadic: _no_torch_function(of_iterable=False),
     torch._C._get_tracing_state: _no_tracing_state,
     torch.no_grad: _no_grad,
     torch.enable_grad: _enable_grad,

@@ -2,7 +2,8 @@
 
 `lookup(fn) -> Rule | None`, one of:
 - GRAPH_OP: a torch op; a call adds a graph node (`vars/torch_functions.py::GRAPH_OPS`:
-  what `torch.overrides` lists, plus tensor factories);
+  what `torch.overrides` lists; and by the rule of `vars/torch_op_rule.py`, not by a
+  table: any C function of torch's operator namespaces, dispatcher op or custom op);
 - BUILTIN: a handler with trace-time semantics of its own (`vars/builtins.py::HANDLERS`:
   builtins, `operator`, `math`, `contextvars` (`vars/context_vars.py`);
   `vars/torch_functions.py::SPECIAL`: grad mode, RNG state, `torch.Size`, folded state
@@ -22,9 +23,12 @@ The tables stay next to their handlers, declarative (callable -> handler); this 
 merges them once, at import, into `RULES` (a callable is in at most one of them: a test
 checks it). Table entries are looked up by the value itself (equal bound builtins, such as
 two reads of `itertools.chain.from_iterable`, find the same rule); a Python function's
-rule depends only on its module and is memoized per module name; a C function outside the
-tables gets a fresh BREAK rule (such values are often transient bound methods, so no memo
-by identity would be safe).
+rule depends only on its module and is memoized per module name; a torch op outside the
+tables gets its rule from `torch_op_rule` (`derived_rule`: GRAPH_OP, or BREAK with the
+`NOT_GRAPH_OPS` reason), memoized per callable only for C functions of torch's namespaces
+(module attributes, alive for good) and per type for dispatcher ops; any other C function
+gets a fresh BREAK rule (such values are often transient bound methods, so no memo by
+identity would be safe).
 """
 from __future__ import annotations
 
@@ -41,6 +45,7 @@ from .hops import HIGHER_ORDER_OPS
 from .builtins import HANDLERS, BuiltinVariable
 from .polyfills import POLYFILLS, PolyfillVariable
 from .torch_functions import GRAPH_OPS, SPECIAL, TorchFunctionVariable, TorchSpecialVariable
+from . import torch_op_rule
 
 
 class Kind(enum.Enum):
@@ -72,7 +77,7 @@ def _table() -> dict:
                                       polyfills.PolyfillBreakVariable)),),
         ((fn, Rule(Kind.BUILTIN, "a torch callable with trace-time semantics (torch_functions.SPECIAL)",
                    TorchSpecialVariable, handler=h)) for fn, h in SPECIAL.items()),
-        ((fn, Rule(Kind.GRAPH_OP, "a torch op (torch.overrides or a tensor factory)", TorchFunctionVariable))
+        ((fn, Rule(Kind.GRAPH_OP, "a torch op listed by torch.overrides", TorchFunctionVariable))
          for fn in GRAPH_OPS),
         ((fn, Rule(Kind.BUILTIN, "a builtin, operator or math function (builtins.HANDLERS)", BuiltinVariable,
                    handler=h)) for fn, h in HANDLERS.items()),
@@ -95,9 +100,10 @@ def _table() -> dict:
 
 RULES = _table()
 
-# The types of every callable in RULES: only values of these types (or of a metaclass,
-# for classes) can have a table rule, so the builder asks `lookup` for them alone.
-RULE_TYPES = frozenset(type(fn) for fn in RULES)
+# The types of every callable in RULES and of the dispatcher's ops: only values of these
+# types (or of a metaclass, for classes) can have a table or derived rule, so the builder
+# asks `table_rule` for them alone.
+RULE_TYPES = frozenset(type(fn) for fn in RULES) | torch_op_rule.OP_TYPES
 
 C_FUNCTION_TYPES = (types.BuiltinFunctionType, types.MethodWrapperType, types.WrapperDescriptorType,
                     types.MethodDescriptorType)
@@ -137,12 +143,48 @@ _IO_MODULE = Rule(Kind.BREAK, "it does I/O or keeps global state", category="uns
                        "function to avoid the break")
 
 
+_TORCH_OP = Rule(Kind.GRAPH_OP, "a torch op by the rule of vars/torch_op_rule.py (fake propagation decides)",
+                 TorchFunctionVariable)
+_DERIVED: dict = {}  # torch namespace C function -> its derived rule (Note in the module docstring)
+
+
+def derived_rule(fn) -> Rule | None:
+    """The rule `torch_op_rule` gives hashable `fn` (None: `fn` is no torch op): GRAPH_OP, or
+    a BREAK saying why a torch callable must not be a graph op (`NOT_GRAPH_OPS`)."""
+    if isinstance(fn, torch_op_rule.OP_CLASSES):
+        return _TORCH_OP
+    rule = _DERIVED.get(fn)
+    if rule is None:
+        reason = torch_op_rule.NOT_GRAPH_OPS.get(fn)
+        if reason is not None:
+            rule = Rule(Kind.BREAK, f"{torch_op_rule.op_name(fn)}(): {reason}", category="unsupported call",
+                        hint=_IO_MODULE.hint)
+        elif torch_op_rule.is_namespace_op(fn):
+            rule = _TORCH_OP
+        else:
+            return None
+        _DERIVED[fn] = rule  # fn is a namespace's attribute or a NOT_GRAPH_OPS key: alive for good
+    return rule
+
+
+def table_rule(fn) -> Rule | None:
+    """`fn`'s table rule, else its derived torch-op rule: what the builder asks."""
+    try:
+        rule = RULES.get(fn)
+    except TypeError:  # unhashable: no table holds it
+        return None
+    return rule if rule is not None else derived_rule(fn)
+
+
 def lookup(fn) -> Rule | None:
     """How a call of `fn` is traced (None: the tracker of `fn`'s kind decides)."""
     try:
         rule = RULES.get(fn)
     except TypeError:  # unhashable: no table holds it
         return None
+    if rule is not None:
+        return rule
+    rule = derived_rule(fn)
     if rule is not None:
         return rule
     kind = type(fn)
