@@ -36,9 +36,12 @@ import itertools
 import sympy
 import torch
 import torch._guards
-from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+from torch.fx.experimental.symbolic_shapes import (DimDynamic, ShapeEnv, StatelessSymbolicContext,
+                                                   compute_unbacked_bindings)
+from torch.fx.passes.runtime_assert import insert_deferred_runtime_asserts
 from torch.utils._sympy.printers import PythonPrinter
 
+from .. import config
 from ..guards.guard import Guard, GuardKind, ShapeClause
 from .fake_inputs import size_expr, symbolic_fake_input
 
@@ -154,10 +157,11 @@ _STATE_TOKENS: dict = {}
 class Shapes:
     """The ShapeEnv of one capture, made when the first symbolic value is (Note [Symbolic sizes])."""
 
-    __slots__ = ("env", "locations", "int_symbols", "_token_version", "_token")
+    __slots__ = ("env", "locations", "int_symbols", "unbacked", "_token_version", "_token")
 
     def __init__(self, fake_mode):
-        self.env = _CountingShapeEnv(allow_scalar_outputs=False, allow_dynamic_output_shape_ops=False)
+        self.env = _CountingShapeEnv(allow_scalar_outputs=config.capture_scalar_outputs,
+                                     allow_dynamic_output_shape_ops=config.capture_dynamic_output_shape_ops)
         self._token_version = None
         self._token = None
         fake_mode.shape_env = self.env  # fakes made so far are static; ops mix both
@@ -166,6 +170,7 @@ class Shapes:
         fake_mode.cache_enabled = False
         self.locations: dict = {}  # index in env.guards -> user location of the code that added it
         self.int_symbols: dict = {}  # source of a dynamic int -> its sympy symbol
+        self.unbacked = False  # a graph op made an unbacked symbol (Note [Data-dependent capture])
 
     def fake_tensor(self, fake_mode, real: torch.Tensor, source, dynamic: list):
         context = StatelessSymbolicContext(
@@ -181,6 +186,22 @@ class Shapes:
         if type(value) is float:
             return env.create_symfloatnode(symbol, hint=value, source=tsource)
         return env.create_symintnode(symbol, hint=value, source=tsource)
+
+    def bind_unbacked(self, node, example) -> None:
+        """Record on `node` (the op whose fake result is `example`) where its fresh unbacked
+        symbols are (`meta["unbacked_bindings"]`, as the backends' own passes read it)."""
+        if self.env.pending_fresh_unbacked_symbols:
+            node.meta["unbacked_bindings"] = compute_unbacked_bindings(self.env, example)
+            self.unbacked = True
+
+    def insert_runtime_asserts(self, gm: torch.fx.GraphModule) -> None:
+        """Put into `gm` the checks of what the trace assumed about unbacked symbols (the
+        ShapeEnv's deferred runtime asserts and their ranges: `u0 >= 0` of a size), as
+        torch.compile does, so a call whose data breaks an assumption raises, never computes
+        a wrong result."""
+        if self.unbacked:
+            insert_deferred_runtime_asserts(gm, self.env, "bytegraph")
+            gm.recompile()
 
     def version(self) -> tuple:
         """Changes whenever the ShapeEnv learns a fact (a symbol, guard, range, replacement,
