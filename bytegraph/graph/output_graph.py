@@ -390,7 +390,8 @@ class OutputGraph:
             if getattr(config, field) and shapes is None:  # captured with unbacked symbols: a ShapeEnv now
                 self.symbolic_shapes()
                 return self._run_fake(tx, kind, target, args, kwargs)
-            tx.unsupported(f"{_op_name(kind, target)} has an output that depends on tensor data ({type(e).__name__})",
+            tx.unsupported(f"{_op_name(kind, target)} has an output that depends on tensor data "
+                           f"({type(e).__name__}: {getattr(e, 'func', '?')})",
                            category="data-dependent",
                            hint=f"set bytegraph.config.{field} = True (or the environment variable "
                                 f"BYTEGRAPH_{field.upper()}=1) to capture it with unbacked symbolic sizes")

@@ -27,6 +27,30 @@ ShapeEnv's guards may use it. Each symbol is bound to the first size (or int inp
 carries it, and every ShapeEnv guard and symbol range becomes one
 clause, all inside the entry's one guard function; each says on a miss what it checks in
 the user's spelling (`x.size(0) >= 2`, `x.size(1) == 5 (from model.py:12)`).
+
+# Note [Data-dependent capture]
+Opt-in, as torch.compile's fields of the same names (both off by default, or on from the
+environment: `BYTEGRAPH_CAPTURE_SCALAR_OUTPUTS=1`, `BYTEGRAPH_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS=1`):
+- `config.capture_scalar_outputs`: `t.item()`, `int(t)`, `float(t)`, `operator.index(t)`,
+  `t.tolist()` (static sizes) are the graph op `Tensor.item` (vars/scalar_reads.py), whose
+  fake result is a fresh *unbacked* SymInt/SymFloat/SymBool (`u0`, `zuf0`: torch's
+  `_local_scalar_dense` fake kernel, `ShapeEnv.create_unbacked_*`);
+- `config.capture_dynamic_output_shape_ops`: `nonzero`, `masked_select`, `x[mask]`, `unique`,
+  ... get fakes whose sizes are unbacked symbols (torch's fake kernels, which ask the
+  ShapeEnv's `allow_dynamic_output_shape_ops`).
+The ShapeEnv is made with those settings; a capture without one gets it when the first op's
+fake run raises `DataDependentOutputException`/`DynamicOutputShapeException` with the
+field on, and that op runs again. With the field off the error is a graph break whose hint
+names the field. An op that makes unbacked symbols gets `meta["unbacked_bindings"]` (torch's
+`compute_unbacked_bindings`: where in its result each symbol is, which aot autograd and
+inductor read), and the graph gets torch's `insert_deferred_runtime_asserts` before the
+backend: what the trace assumed of those symbols (a size is `>= 0` and at most the input's
+numel, `arange(u0)` needs `u0 >= 0`, `torch._check(u0 >= 2)`, a view's divisibility) is
+checked at run time, so data that breaks an assumption raises, never computes a wrong
+result. Unbacked values are never guarded: the same entry serves every value and size.
+A Python use that needs the value (`if`, `range`, a dict key: `SymNodeVariable.as_python_constant`)
+or an op's kernel that must decide on it raises `GuardOnDataDependentSymNode`: a graph break
+(a data-dependent guard). An unbacked number returned or live at a break is a graph output.
 """
 from __future__ import annotations
 

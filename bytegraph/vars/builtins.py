@@ -288,6 +288,11 @@ def _delitem(tx, fn, args, kwargs):
 
 @handles(operator.index)
 def _index(tx, fn, args, kwargs):
+    if len(args) == 1 and not kwargs:
+        if args[0].is_tensor:  # `Tensor.__index__`: captured under config.capture_scalar_outputs, else a break
+            return args[0].call_method(tx, "__index__", [], {})
+        if args[0].is_symbolic() and args[0].python_type() is int:
+            return args[0]  # an int already: its value is not needed (nor guarded)
     return fold(tx, fn, args, kwargs)
 
 

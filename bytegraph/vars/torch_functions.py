@@ -14,6 +14,7 @@ import typing
 
 import torch
 import torch.nn.functional as F
+import torch._refs
 import torch.overrides
 
 from .base import CallableValueVariable, VariableTracker
@@ -64,10 +65,22 @@ class TorchFunctionVariable(CallableValueVariable):
         rewritten = rewrite_function(tx, self.fn, args, kwargs)
         if rewritten is not None:
             return rewritten
+        if self.fn is torch.tensor and args and _holds_symbolic(args[0]):
+            # torch's C `tensor` cannot take SymInts (it would guard their values, or fail on a
+            # SymBool); its Python reference builds the tensor from them, as under torch.compile
+            return tx.output.call_op("call_function", torch._refs.tensor, args, kwargs)
         return tx.output.call_op("call_function", self.fn, args, kwargs)
 
     def describe(self) -> str:
         return f"torch function {getattr(self.fn, '__qualname__', self.fn)}"
+
+
+def _holds_symbolic(vt) -> bool:
+    """Whether `vt` (the data of `torch.tensor`) is, or nests, a symbolic number."""
+    if vt.is_symbolic():
+        return True
+    items = vt.sequence_items()
+    return items is not None and any(_holds_symbolic(i) for i in items)
 
 
 class TorchSpecialVariable(CallableValueVariable):
@@ -228,6 +241,19 @@ def _default_dtype(tx, args, kwargs):
     return ConstantVariable(torch.get_default_dtype())
 
 
+def _check(tx, args, kwargs):
+    """`torch._check(cond)` on a condition over a number from tensor data: a fact the trace
+    assumes from here on, checked by the graph (the ShapeEnv's deferred runtime assert, Note
+    [Data-dependent capture] in graph/shapes.py); any other call runs torch's Python, inlined."""
+    from .functions import UserFunctionVariable
+    from .symbolic import is_unbacked
+
+    if len(args) == 1 and not kwargs and is_unbacked(args[0]) and args[0].python_type() is bool:
+        torch._check(args[0].example)
+        return ConstantVariable(None)
+    return UserFunctionVariable(torch._check).call_function(tx, args, kwargs)
+
+
 def _rng(tx, args, kwargs):
     tx.unsupported("changing or reading the global RNG state inside the compiled function",
                    category="unsupported call", hint="seed the generator outside the compiled function")
@@ -320,6 +346,7 @@ SPECIAL = {
     torch.Size: _size,
     torch.is_tensor: _is_tensor,
     torch.get_default_dtype: _default_dtype,
+    torch._check: _check,
     torch.manual_seed: _rng,
     torch.seed: _rng,
     torch.get_rng_state: _rng,
