@@ -393,8 +393,7 @@ class OutputGraph:
             tx.unsupported(f"{_op_name(kind, target)} has an output that depends on tensor data "
                            f"({type(e).__name__}: {getattr(e, 'func', '?')})",
                            category="data-dependent",
-                           hint=f"set bytegraph.config.{field} = True (or the environment variable "
-                                f"BYTEGRAPH_{field.upper()}=1) to capture it with unbacked symbolic sizes")
+                           hint=f"set bytegraph.config.{field} = True to capture it")
         except GuardOnDataDependentSymNode as e:
             tx.unsupported(f"{_op_name(kind, target)} needs the value of a data-dependent expression "
                            f"({e.cond})", category="data-dependent",

@@ -160,8 +160,7 @@ class TensorVariable(VariableTracker):
                     return value
             hint = "keep the value as a tensor (e.g. use torch.where) or move this line outside the compiled function"
             if captured and not config.capture_scalar_outputs:
-                hint = ("set bytegraph.config.capture_scalar_outputs = True (or the environment variable "
-                        "BYTEGRAPH_CAPTURE_SCALAR_OUTPUTS=1) to capture it as an unbacked symbolic number, or " + hint)
+                hint = "set bytegraph.config.capture_scalar_outputs = True to capture it, or " + hint
             tx.unsupported(f"{self.describe()}.{name}() {_DATA_DEPENDENT[name]}", category="data-dependent",
                            hint=hint)
         if name == "register_hook" and self.source is None:
