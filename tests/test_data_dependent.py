@@ -343,3 +343,19 @@ def test_with_dynamic_input_sizes(capture):
         x = torch.randn(size)
         assert_same(_sized_and_unbacked(x, torch.tensor(n)), compiled(x, torch.tensor(n)))
     assert counter.frame_count == 1
+
+
+def _item_and_mask(x):
+    return x * x.sum().item(), x[x > 0]
+
+
+def test_each_field_captures_its_own_kind(monkeypatch):
+    monkeypatch.setattr(config, "capture_scalar_outputs", True)
+    out = bytegraph.explain(_item_and_mask, torch.tensor([1.0, -2.0, 3.0]))
+    assert len(out.break_reasons) == 1 and "capture_dynamic_output_shape_ops" in out.break_reasons[0].hint
+    assert "Tensor.item" in out.ops_per_graph[0], out.ops_per_graph
+    check(_item_and_mask, torch.tensor([1.0, -2.0, 3.0]), graphs=1)  # x[mask] runs eagerly at the break
+    monkeypatch.setattr(config, "capture_scalar_outputs", False)
+    monkeypatch.setattr(config, "capture_dynamic_output_shape_ops", True)
+    out = bytegraph.explain(_item_and_mask, torch.tensor([1.0, -2.0, 3.0]))
+    assert len(out.break_reasons) == 1 and "capture_scalar_outputs" in out.break_reasons[0].hint
