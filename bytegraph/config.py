@@ -1,4 +1,10 @@
-"""User-tunable settings (`bytegraph.config`). Plain module attributes, read at trace time."""
+"""User-tunable settings (`bytegraph.config`). Plain module attributes, read at trace time.
+
+The two data-dependent switches start from the environment (`BYTEGRAPH_CAPTURE_SCALAR_OUTPUTS=1`,
+`BYTEGRAPH_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS=1`, as torch.compile's `TORCHDYNAMO_*` variables), read
+once at import; setting the attribute later overrides them."""
+
+import os
 
 cache_size_limit = 8
 """Compiled entries kept per code object; past it the frame runs eagerly with one warning."""
@@ -8,3 +14,12 @@ inline_depth_limit = 32
 
 debug = False
 """Lint every FX graph and verify every generated code object (slower captures)."""
+
+capture_scalar_outputs = os.environ.get("BYTEGRAPH_CAPTURE_SCALAR_OUTPUTS") == "1"
+"""Capture `t.item()`, `int(t)`, `float(t)` and `t.tolist()` as graph ops whose results are
+unbacked symbolic numbers (torch's ShapeEnv), instead of a graph break (Note [Data-dependent
+capture] in graph/shapes.py). A Python branch on such a value still breaks."""
+
+capture_dynamic_output_shape_ops = os.environ.get("BYTEGRAPH_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS") == "1"
+"""Capture ops whose output shape depends on tensor data (`nonzero`, `masked_select`, boolean-mask
+indexing, `unique`) with unbacked symbolic sizes, instead of a graph break."""

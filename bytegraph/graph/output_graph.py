@@ -25,6 +25,7 @@ import torch
 import torch.fx
 from torch._subclasses.fake_tensor import (DataDependentOutputException, DynamicOutputShapeException,
                                            UnsupportedOperatorException)
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from . import fake_memo
 from .fake_inputs import fake_input
@@ -32,6 +33,7 @@ from .fake_mode import make_fake_mode
 from .fx_nodes import op_node
 from .shapes import DynamicState, Shapes
 from .side_effects import SideEffects
+from .. import config
 from ..errors import UserCodeRaisesError
 from ..guards.guard import Guard, GuardKind, TensorSpec
 from ..guards.sources import ObjectSource, SizeSource
@@ -44,7 +46,9 @@ from ..vars.torch_op_rule import written_arguments
 from ..vars.tensor import TensorVariable
 
 _FAKE_TENSOR_LOG = logging.getLogger("torch._subclasses.fake_tensor")
-_DATA_DEPENDENT_ERRORS = (DataDependentOutputException, DynamicOutputShapeException)
+# Note [Data-dependent capture] (graph/shapes.py): the config field that captures each kind of error
+_DATA_DEPENDENT_ERRORS = {DataDependentOutputException: "capture_scalar_outputs",
+                          DynamicOutputShapeException: "capture_dynamic_output_shape_ops"}
 
 
 class OutputGraph:
@@ -346,6 +350,8 @@ class OutputGraph:
         node = self.add_node(kind, target, fx_args, fx_kwargs)
         node.meta["example_value"] = example
         node.meta["bg_frames"] = tx.frames()
+        if self.shapes is not None:  # Note [Data-dependent capture]: the op's new unbacked symbols
+            self.shapes.bind_unbacked(node, example)
         if returned is not None:
             return returned  # an in-place op (or `out=`) returns its input: keep one tracker (and `is`)
         out = kwargs.get("out") if kwargs else None
@@ -375,6 +381,8 @@ class OutputGraph:
         key = fake_memo.memo_key(kind, target, args, kwargs, shapes) \
             if (trace is None or not trace.state.enabled) and not fake_memo.static_view(target, args, shapes) else None
         before = len(shapes.env.guards) if shapes is not None else 0
+        if shapes is not None:
+            shapes.env.pending_fresh_unbacked_symbols.clear()  # those of a run that did not make a node
         if key is not None:
             cached = fake_memo.lookup(self.fake_mode, key, args, kwargs, shapes)
             if cached is not None:
@@ -386,9 +394,19 @@ class OutputGraph:
                 result = getattr(args[0], target)(*args[1:], **kwargs)
             else:
                 result = target(*args, **kwargs)
-        except _DATA_DEPENDENT_ERRORS as e:
-            tx.unsupported(f"{_op_name(kind, target)} has an output that depends on tensor data ({type(e).__name__})",
-                           category="data-dependent")
+        except (DataDependentOutputException, DynamicOutputShapeException) as e:
+            field = next(f for cls, f in _DATA_DEPENDENT_ERRORS.items() if isinstance(e, cls))
+            if getattr(config, field) and shapes is None:  # captured with unbacked symbols: a ShapeEnv now
+                self.symbolic_shapes()
+                return self._run_fake(tx, kind, target, args, kwargs)
+            tx.unsupported(f"{_op_name(kind, target)} has an output that depends on tensor data "
+                           f"({type(e).__name__}: {getattr(e, 'func', '?')})",
+                           category="data-dependent",
+                           hint=f"set bytegraph.config.{field} = True to capture it")
+        except GuardOnDataDependentSymNode as e:
+            tx.unsupported(f"{_op_name(kind, target)} needs the value of a data-dependent expression "
+                           f"({e.cond})", category="data-dependent",
+                           hint="torch._check() the fact the op needs, or move this line outside the compiled function")
         except UnsupportedOperatorException as e:
             tx.unsupported(f"{_op_name(kind, target)} has no fake-tensor kernel ({e})", category="unsupported op")
         except Exception as e:  # the user's program raises here (bad shapes, bad arguments)

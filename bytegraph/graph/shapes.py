@@ -27,6 +27,30 @@ ShapeEnv's guards may use it. Each symbol is bound to the first size (or int inp
 carries it, and every ShapeEnv guard and symbol range becomes one
 clause, all inside the entry's one guard function; each says on a miss what it checks in
 the user's spelling (`x.size(0) >= 2`, `x.size(1) == 5 (from model.py:12)`).
+
+# Note [Data-dependent capture]
+Opt-in, as torch.compile's fields of the same names (both off by default, or on from the
+environment: `BYTEGRAPH_CAPTURE_SCALAR_OUTPUTS=1`, `BYTEGRAPH_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS=1`):
+- `config.capture_scalar_outputs`: `t.item()`, `int(t)`, `float(t)`, `operator.index(t)`,
+  `t.tolist()` (static sizes) are the graph op `Tensor.item` (vars/scalar_reads.py), whose
+  fake result is a fresh *unbacked* SymInt/SymFloat/SymBool (`u0`, `zuf0`: torch's
+  `_local_scalar_dense` fake kernel, `ShapeEnv.create_unbacked_*`);
+- `config.capture_dynamic_output_shape_ops`: `nonzero`, `masked_select`, `x[mask]`, `unique`,
+  ... get fakes whose sizes are unbacked symbols (torch's fake kernels, which ask the
+  ShapeEnv's `allow_dynamic_output_shape_ops`).
+The ShapeEnv is made with those settings; a capture without one gets it when the first op's
+fake run raises `DataDependentOutputException`/`DynamicOutputShapeException` with the
+field on, and that op runs again. With the field off the error is a graph break whose hint
+names the field. An op that makes unbacked symbols gets `meta["unbacked_bindings"]` (torch's
+`compute_unbacked_bindings`: where in its result each symbol is, which aot autograd and
+inductor read), and the graph gets torch's `insert_deferred_runtime_asserts` before the
+backend: what the trace assumed of those symbols (a size is `>= 0` and at most the input's
+numel, `arange(u0)` needs `u0 >= 0`, `torch._check(u0 >= 2)`, a view's divisibility) is
+checked at run time, so data that breaks an assumption raises, never computes a wrong
+result. Unbacked values are never guarded: the same entry serves every value and size.
+A Python use that needs the value (`if`, `range`, a dict key: `SymNodeVariable.as_python_constant`)
+or an op's kernel that must decide on it raises `GuardOnDataDependentSymNode`: a graph break
+(a data-dependent guard). An unbacked number returned or live at a break is a graph output.
 """
 from __future__ import annotations
 
@@ -36,9 +60,12 @@ import itertools
 import sympy
 import torch
 import torch._guards
-from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+from torch.fx.experimental.symbolic_shapes import (DimDynamic, ShapeEnv, StatelessSymbolicContext,
+                                                   compute_unbacked_bindings)
+from torch.fx.passes.runtime_assert import insert_deferred_runtime_asserts
 from torch.utils._sympy.printers import PythonPrinter
 
+from .. import config
 from ..guards.guard import Guard, GuardKind, ShapeClause
 from .fake_inputs import size_expr, symbolic_fake_input
 
@@ -154,10 +181,11 @@ _STATE_TOKENS: dict = {}
 class Shapes:
     """The ShapeEnv of one capture, made when the first symbolic value is (Note [Symbolic sizes])."""
 
-    __slots__ = ("env", "locations", "int_symbols", "_token_version", "_token")
+    __slots__ = ("env", "locations", "int_symbols", "unbacked", "_token_version", "_token")
 
     def __init__(self, fake_mode):
-        self.env = _CountingShapeEnv(allow_scalar_outputs=False, allow_dynamic_output_shape_ops=False)
+        self.env = _CountingShapeEnv(allow_scalar_outputs=config.capture_scalar_outputs,
+                                     allow_dynamic_output_shape_ops=config.capture_dynamic_output_shape_ops)
         self._token_version = None
         self._token = None
         fake_mode.shape_env = self.env  # fakes made so far are static; ops mix both
@@ -166,6 +194,7 @@ class Shapes:
         fake_mode.cache_enabled = False
         self.locations: dict = {}  # index in env.guards -> user location of the code that added it
         self.int_symbols: dict = {}  # source of a dynamic int -> its sympy symbol
+        self.unbacked = False  # a graph op made an unbacked symbol (Note [Data-dependent capture])
 
     def fake_tensor(self, fake_mode, real: torch.Tensor, source, dynamic: list):
         context = StatelessSymbolicContext(
@@ -181,6 +210,22 @@ class Shapes:
         if type(value) is float:
             return env.create_symfloatnode(symbol, hint=value, source=tsource)
         return env.create_symintnode(symbol, hint=value, source=tsource)
+
+    def bind_unbacked(self, node, example) -> None:
+        """Record on `node` (the op whose fake result is `example`) where its fresh unbacked
+        symbols are (`meta["unbacked_bindings"]`, as the backends' own passes read it)."""
+        if self.env.pending_fresh_unbacked_symbols:
+            node.meta["unbacked_bindings"] = compute_unbacked_bindings(self.env, example)
+            self.unbacked = True
+
+    def insert_runtime_asserts(self, gm: torch.fx.GraphModule) -> None:
+        """Put into `gm` the checks of what the trace assumed about unbacked symbols (the
+        ShapeEnv's deferred runtime asserts and their ranges: `u0 >= 0` of a size), as
+        torch.compile does, so a call whose data breaks an assumption raises, never computes
+        a wrong result."""
+        if self.unbacked:
+            insert_deferred_runtime_asserts(gm, self.env, "bytegraph")
+            gm.recompile()
 
     def version(self) -> tuple:
         """Changes whenever the ShapeEnv learns a fact (a symbol, guard, range, replacement,

@@ -21,6 +21,7 @@ from ..guards.sources import ClosureSource, GlobalsDictSource, LocalCellContents
 from ..vars import autocast
 from ..vars.functions import CellVariable
 from ..vars.lazy_int import wrap_int
+from ..vars.symbolic import is_unbacked
 from . import gc_pause
 from .breaks import emit_break, nested_break, resumable_reason
 from .continuation import is_continuation_code
@@ -214,11 +215,14 @@ def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend)
     if not has_ops:
         return None
     autocast.close_graph(output)  # Note [Autocast in the trace]: the graph is balanced
-    graph.output(tuple(vt.node for vt in outputs))
+    tx = output.current_tx
+    graph.output(tuple(vt.node if vt.is_tensor else vt.as_fx_arg(tx) for vt in outputs))
     add_stack_traces(graph)
     if config.debug:
         graph.lint()
     gm = output.graph_module(graph)
+    if output.shapes is not None:
+        output.shapes.insert_runtime_asserts(gm)
     # As torch.compile's: real tensors, or fakes with symbolic sizes and SymInts when dynamic
     example_inputs = [real for _, _, real in output.inputs] if output.shapes is None else \
         [vt.example for _, vt, _ in output.inputs]
@@ -234,7 +238,7 @@ def _collect_graph_tensors(vt, outputs: list, index: dict, seen: set | None = No
     """Assign an output slot to every graph-computed tensor reachable from `vt` (the return
     value, or a value the side-effect replay writes: containers, closures, cells) through
     the trackers each holds (`children()`)."""
-    if vt.is_tensor:
+    if vt.is_tensor or is_unbacked(vt):  # a number from tensor data is known only to the graph
         if vt.source is None and id(vt) not in index:
             index[id(vt)] = len(outputs)
             outputs.append(vt)

@@ -224,7 +224,10 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         raise speculation.RestartCapture(kind)
 
     def raise_user_error(self, exc: BaseException):
-        """The traced program raises `exc` here (a builtin or a lookup failed)."""
+        """The traced program raises `exc` here (a builtin or a lookup failed). A graph break
+        raised while computing the call's arguments is not the program's exception."""
+        if isinstance(exc, GraphBreak):
+            raise exc
         self.raise_exception(ExceptionVariable.from_real(exc))
 
     def raise_exception(self, exc) -> None:

@@ -276,9 +276,11 @@ def fold_call(tx, fn, args, kwargs, what: str, wrap_result=None) -> VariableTrac
         tx.unsupported(f"{what}() on values that are not Python constants: "
                        + ", ".join(a.describe() for a in [*args, *kwargs.values()]),
                        category="unsupported call")
+    # the values first, outside the `try`: specializing one can break the graph (a number from tensor data)
+    values = [a.as_python_constant() for a in args]
+    kw_values = {k: v.as_python_constant() for k, v in kwargs.items()}
     try:
-        result = fn(*[a.as_python_constant() for a in args],
-                    **{k: v.as_python_constant() for k, v in kwargs.items()})
+        result = fn(*values, **kw_values)
     except Exception as e:  # the user's own code raises: reported as such, frame runs eagerly
         tx.raise_user_error(e)
     return (wrap_result or wrap_constant)(result)

@@ -288,6 +288,11 @@ def _delitem(tx, fn, args, kwargs):
 
 @handles(operator.index)
 def _index(tx, fn, args, kwargs):
+    if len(args) == 1 and not kwargs:
+        if args[0].is_tensor:  # `Tensor.__index__`: captured under config.capture_scalar_outputs, else a break
+            return args[0].call_method(tx, "__index__", [], {})
+        if args[0].is_symbolic() and args[0].python_type() is int:
+            return args[0]  # an int already: its value is not needed (nor guarded)
     return fold(tx, fn, args, kwargs)
 
 
@@ -504,6 +509,7 @@ _SYMBOLIC_FUNCTIONS = {
     **{getattr(math, name): getattr(torch, f"_sym_{name}")
        for name in ("sqrt", "cos", "cosh", "sin", "sinh", "tan", "tanh", "asin", "acos", "atan", "log2")},
     math.floor: math.floor, math.ceil: math.ceil, math.trunc: math.trunc, builtins.float: torch.sym_float,
+    builtins.int: torch.sym_int,
 }
 
 
@@ -524,6 +530,9 @@ def _folded(tx, fn, args, kwargs):
         result = user_str(tx, fn, args[0])
         if result is not None:
             return result
+    if (fn is builtins.int or fn is builtins.float) and len(args) == 1 and not kwargs and args[0].is_tensor:
+        # `Tensor.__int__`/`__float__`: captured under config.capture_scalar_outputs, else a break naming it
+        return args[0].call_method(tx, f"__{fn.__name__}__", [], {})
     if _any_tensor(args):
         tx.unsupported(f"{getattr(fn, '__name__', fn)}() on a tensor reads its value into Python",
                        category="data-dependent", hint="keep the computation in torch ops")

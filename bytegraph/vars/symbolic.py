@@ -19,6 +19,7 @@ from __future__ import annotations
 import operator
 
 import torch
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, free_unbacked_symbols
 
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -60,12 +61,18 @@ class SymNodeVariable(VariableTracker):
         return True
 
     def as_python_constant(self):
-        """The value, specialized: the ShapeEnv guards it from now on."""
+        """The value, specialized: the ShapeEnv guards it from now on. A value computed from
+        tensor data (an unbacked symbol) cannot be guarded: a graph break."""
         output = self.output
         shapes = output.shapes
         before = len(shapes.env.guards)
-        value = _PYTHON_TYPES[type(self.example)](self.example)
         tx = output.current_tx
+        try:
+            value = _PYTHON_TYPES[type(self.example)](self.example)
+        except GuardOnDataDependentSymNode as e:
+            if tx is None:
+                raise
+            _data_dependent_guard(tx, e, "Python code")
         shapes.locate(before, tx.guard_location() if tx is not None else "")
         return value
 
@@ -122,7 +129,22 @@ class SymNodeVariable(VariableTracker):
 
     def describe(self) -> str:
         kind = _PYTHON_TYPES[type(self.example)].__name__
+        if free_unbacked_symbols(self.example):
+            return f"a data-dependent {kind} ({self.example})"
         return f"a symbolic {kind} ({self.example})"
+
+
+def is_unbacked(vt) -> bool:
+    """Whether tracker `vt` is a number computed from tensor data (its expression has an
+    unbacked symbol: Note [Data-dependent capture] in graph/shapes.py)."""
+    return type(vt) is SymNodeVariable and bool(free_unbacked_symbols(vt.example))
+
+
+def _data_dependent_guard(tx, e: GuardOnDataDependentSymNode, what: str):
+    tx.unsupported(f"{what} needs the value of {e.cond}, which depends on tensor data (a data-dependent guard)",
+                   category="data-dependent",
+                   hint="keep the computation in torch ops (e.g. torch.where, torch.cond) or move this line "
+                        "outside the compiled function")
 
 
 def _fx_arg(tx, a):
@@ -185,7 +207,7 @@ def symbolic_operator(tx, fn, args: list) -> VariableTracker | None:
             return None
         operands.append(a if type(a) is SymNodeVariable or a.is_symbolic() else example)
     values = [_operand(tx, a) if isinstance(a, VariableTracker) else a for a in operands]
-    if fn in _DIVISIONS and type(values[1]) in SYM_TYPES and values[1] == 0:
+    if fn in _DIVISIONS and type(values[1]) in SYM_TYPES and _divides_by_zero(tx, fn, values[1]):
         # whether it raises is decided, and guarded, as a branch on `divisor == 0` is; the
         # error is eager's own, from the operation on the values this trace was made for
         hints = [v.node.hint if type(v) in SYM_TYPES else v for v in values]
@@ -195,9 +217,19 @@ def symbolic_operator(tx, fn, args: list) -> VariableTracker | None:
             tx.raise_user_error(e)
     try:
         result = fn(*values)
+    except GuardOnDataDependentSymNode as e:  # `fn` needs the value of a number read from tensor data
+        _data_dependent_guard(tx, e, f"{getattr(fn, '__name__', fn)}()")
     except Exception as e:  # the user's own arithmetic raises (ZeroDivisionError, ...)
         tx.raise_user_error(e)
     return wrap_symbolic(tx.output, result, fn=fn, args=operands)
+
+
+def _divides_by_zero(tx, fn, divisor) -> bool:
+    """Whether symbolic `divisor` is zero (guarded; a number read from tensor data breaks)."""
+    try:
+        return bool(divisor == 0)
+    except GuardOnDataDependentSymNode as e:
+        _data_dependent_guard(tx, e, f"{getattr(fn, '__name__', fn)}()")
 
 
 # the operators that raise ZeroDivisionError for a zero right operand

@@ -3,7 +3,8 @@
 
 Metadata that static shapes make constant (shape, dtype, device, ndim, numel(),
 requires_grad, ...) is folded from the example value; the tensor's own guard already
-pins it. Data-dependent reads (`item()`, `tolist()`, `bool(x)`) break the graph.
+pins it. Data-dependent reads (`item()`, `tolist()`, `bool(x)`) break the graph, except the
+reads `config.capture_scalar_outputs` captures (vars/scalar_reads.py).
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import operator
 
 import torch
 
+from .. import config
 from ..guards.guard import Guard, GuardKind
 from ..guards.sources import AttrSource, MethodResultSource
 from .base import MethodOfVariable, VariableTracker
@@ -18,6 +20,7 @@ from .constant import ConstantVariable
 from .containers import SizeVariable, TupleVariable
 from .dict_keys import TrackerKey
 from .registry import register
+from .scalar_reads import read_scalar
 from .symbolic import tensor_metadata
 from .tensor_hooks import HOOK_METHODS, register_tensor_hook
 from .tensor_scalar_args import rewrite_method
@@ -52,6 +55,8 @@ _DATA_DEPENDENT = {
     "__float__": "reads a tensor's value into a Python float",
     "__index__": "uses a tensor's value as a Python index",
 }
+# What `config.capture_scalar_outputs` captures (vars/scalar_reads.py)
+_SCALAR_READS = frozenset({"item", "tolist", "__int__", "__float__", "__index__"})
 _NOT_CAPTURED = {
     "backward": "calls backward() inside the compiled region",
     "retain_grad": "changes autograd state of a tensor",
@@ -156,9 +161,16 @@ class TensorVariable(VariableTracker):
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         if name in _DATA_DEPENDENT:
+            captured = name in _SCALAR_READS and not args and not kwargs
+            if captured and config.capture_scalar_outputs:
+                value = read_scalar(tx, self, name)
+                if value is not None:
+                    return value
+            hint = "keep the value as a tensor (e.g. use torch.where) or move this line outside the compiled function"
+            if captured and not config.capture_scalar_outputs:
+                hint = "set bytegraph.config.capture_scalar_outputs = True to capture it, or " + hint
             tx.unsupported(f"{self.describe()}.{name}() {_DATA_DEPENDENT[name]}", category="data-dependent",
-                           hint="keep the value as a tensor (e.g. use torch.where) or move this "
-                                "line outside the compiled function")
+                           hint=hint)
         if name == "register_hook" and self.source is None:
             from .intermediate_hooks import register_hook
 

@@ -13,6 +13,7 @@ import functools
 import typing
 
 import torch
+import torch._refs
 import torch.overrides
 
 from .base import CallableValueVariable, VariableTracker
@@ -53,6 +54,10 @@ class TorchFunctionVariable(CallableValueVariable):
         if missing is not None:
             tx.unsupported(f"{op_name(self.fn)}(): {missing}", category="unsupported op",
                            hint="register one with `register_fake` (torch.library) to keep the call in the graph")
+        if self.fn is torch.tensor and args and _holds_symbolic(args[0]):
+            # torch's C `tensor` cannot take SymInts (it would guard their values, or fail on a
+            # SymBool); its Python reference builds the tensor from them, as under torch.compile
+            return tx.output.call_op("call_function", torch._refs.tensor, args, kwargs)
         return tx.output.call_op("call_function", graph_target(self.fn), args, kwargs)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
@@ -63,6 +68,14 @@ class TorchFunctionVariable(CallableValueVariable):
 
     def describe(self) -> str:
         return f"torch function {op_name(self.fn)}"
+
+
+def _holds_symbolic(vt) -> bool:
+    """Whether `vt` (the data of `torch.tensor`) is, or nests, a symbolic number."""
+    if vt.is_symbolic():
+        return True
+    items = vt.sequence_items()
+    return items is not None and any(_holds_symbolic(i) for i in items)
 
 
 class TorchSpecialVariable(CallableValueVariable):
@@ -223,6 +236,19 @@ def _default_dtype(tx, args, kwargs):
     return ConstantVariable(torch.get_default_dtype())
 
 
+def _check(tx, args, kwargs):
+    """`torch._check(cond)` on a condition over a number from tensor data: a fact the trace
+    assumes from here on, checked by the graph (the ShapeEnv's deferred runtime assert, Note
+    [Data-dependent capture] in graph/shapes.py); any other call runs torch's Python, inlined."""
+    from .functions import UserFunctionVariable
+    from .symbolic import is_unbacked
+
+    if len(args) == 1 and not kwargs and is_unbacked(args[0]) and args[0].python_type() is bool:
+        torch._check(args[0].example)
+        return ConstantVariable(None)
+    return UserFunctionVariable(torch._check).call_function(tx, args, kwargs)
+
+
 def _rng(tx, args, kwargs):
     tx.unsupported("changing or reading the global RNG state inside the compiled function",
                    category="unsupported call", hint="seed the generator outside the compiled function")
@@ -322,6 +348,7 @@ SPECIAL = {
     torch.Size: _size,
     torch.is_tensor: _is_tensor,
     torch.get_default_dtype: _default_dtype,
+    torch._check: _check,
     torch.manual_seed: _rng,
     torch.seed: _rng,
     torch.get_rng_state: _rng,
