@@ -92,6 +92,11 @@ _MACHINERY = {
     "__reduce_ex__": "pickling and copying: the result holds reconstructor callables",
 }
 
+# Machinery of the mutable types only: what a copy of the value would answer differently.
+_MUTABLE_MACHINERY = {
+    "__sizeof__": "memory layout: it reads the allocation (over-allocated capacity), which a copy does not share",
+}
+
 # The object-protocol slots (Note [Tracker protocol] in vars/base.py): the tracker slot.
 PROTOCOL_SLOTS = {
     "__len__": "len_impl",
@@ -177,8 +182,10 @@ def _classify(t: type, name: str):
         if name in _abc_methods(mutable) - _abc_methods(readonly) and name not in _MACHINERY:
             return (Kind.MUTATES_RECEIVER, f"{mutable.__name__} adds it over {readonly.__name__}",
                     f"mutates {noun}")
-        if name in _OWN_MUTATORS[t]:
+        if name in _OWN_MUTATORS.get(t, ()):
             return Kind.MUTATES_RECEIVER, _OWN_MUTATORS[t][name], f"mutates {noun}"
+        if name in _MUTABLE_MACHINERY:
+            return Kind.MACHINERY, _MUTABLE_MACHINERY[name], ""
     if name in _MACHINERY:
         return Kind.MACHINERY, _MACHINERY[name], ""
     if name in PROTOCOL_SLOTS:
@@ -187,7 +194,7 @@ def _classify(t: type, name: str):
         readonly = abcs[1]
         if name in _abc_methods(readonly):
             return Kind.PURE, f"read-only in {readonly.__name__}", ""
-        if name in _OWN_PURE[t]:
+        if name in _OWN_PURE.get(t, ()):
             return Kind.PURE, _OWN_PURE[t][name], ""
         if t in _COUNTERPART and name in dir(_COUNTERPART[t]) and name not in _INPLACE_OPERATORS:
             return Kind.PURE, f"shared with {_COUNTERPART[t].__name__}, its immutable counterpart", ""
@@ -285,4 +292,4 @@ def unmodelled_reason(cls: type, name: str, what: str):
     method = lookup(cls, name)
     if method is None:
         return None
-    return f"{method.owner.__name__}.{name} ({method.describe()}) is not modelled for {what}"
+    return f"method {name}() of {what}: {method.owner.__name__}.{name} ({method.describe()}) is not modelled"
