@@ -72,7 +72,7 @@ class BuiltinMethod:
         if self.kind is Kind.MUTATES_RECEIVER:
             return self.mutation
         if self.kind is Kind.PURE:
-            return "pure, folded on Python constants" + (": returns a live view" if self.returns_view else "")
+            return "pure, folded only on Python constants" + (": returns a live view" if self.returns_view else "")
         return f"{self.kind.value}: {self.reason}"
 
 
