@@ -269,10 +269,10 @@ def named_pure(t: type) -> frozenset:
     return frozenset(n for n, m in TABLE[t].items() if m.kind is Kind.PURE and not n.startswith("__"))
 
 
-def type_level_folds(types_=None) -> list:
+def type_level_folds() -> list:
     """The pure classmethods/staticmethods of the immutable types, as the callables a read
     gives (`int.from_bytes`, `str.maketrans`): folded on constant arguments."""
-    return [getattr(t, n) for t in (types_ or TYPES) if mutable_abcs(t) is None
+    return [getattr(t, n) for t in TYPES if mutable_abcs(t) is None
             for n, m in TABLE[t].items() if m.on_type and m.kind is Kind.PURE]
 
 
