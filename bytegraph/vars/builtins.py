@@ -20,6 +20,7 @@ import torch
 from ..guards.guard import Guard, GuardKind
 from ..guards.sources import ObjectSource
 from ..hints import graph_break
+from . import builtin_methods
 from .base import CallableValueVariable, VariableTracker
 from .lazy_int import UNPINNED_OPS, unpinned_operator
 from .symbolic import SymbolicSliceVariable, symbolic_operator
@@ -702,6 +703,14 @@ def _real_object(tx, vt):
 
 def fold(tx, fn, args, kwargs, wrap_result=None):
     return builder.fold_call(tx, fn, args, kwargs, getattr(fn, "__name__", repr(fn)), wrap_result=wrap_result)
+
+
+@handles(*builtin_methods.type_level_folds())
+def _type_level_fold(tx, fn, args, kwargs):
+    """A pure classmethod/staticmethod of an immutable builtin type (`int.from_bytes`,
+    `str.maketrans`, `float.fromhex`; the table of vars/builtin_methods.py): folded on
+    constant arguments."""
+    return builder.fold_call(tx, fn, args, kwargs, fn.__qualname__)
 
 
 @handles(types.MethodType)

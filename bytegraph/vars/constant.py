@@ -1,8 +1,12 @@
 """Immutable Python constants: None, bools, numbers, strings, bytes, ranges, slices,
 dtypes, devices, Ellipsis, and tuples of those folded by the tracer.
 
-Methods of these values are pure, so calls on constant arguments are folded by
-running the real method at trace time.
+A method of these values is folded on constant arguments by running the real method at
+trace time; for the builtin types the table of vars/builtin_methods.py decides first: a
+method returning a live iterator goes to the iterator slot (`"ab".__iter__()`), object
+machinery (`__reduce_ex__`, `__getattribute__`, ...) breaks naming it. `type.method(value,
+...)` called unbound (`str.upper(s)`, `int.__add__(a, b)`) is bound to the value by the
+`builtin_base_method` slot.
 """
 from __future__ import annotations
 
@@ -11,6 +15,8 @@ import enum
 import torch
 
 from ..guards.guard import GuardKind
+from ..guards.sources import ObjectSource
+from . import builtin_methods
 from .base import MethodOfVariable, VariableTracker
 from .registry import guard, register
 
@@ -51,9 +57,15 @@ class ConstantVariable(VariableTracker):
             attr = getattr(self.value, name)
         except AttributeError as e:
             tx.raise_user_error(e)
+        if isinstance(attr, type):  # `x.__class__`: the class, not a method
+            return tx.wrap(attr, ObjectSource(attr), guard=False)
         if callable(attr):
             return ConstantMethodVariable(self, name)
         return ConstantVariable(attr)
+
+    def builtin_base_method(self, tx, attr):
+        name = builtin_methods.bound_name(type(self.value), attr)
+        return ConstantMethodVariable(self, name) if name is not None else None
 
     def unpack(self, tx) -> list:
         if isinstance(self.value, (str, bytes, range, tuple, frozenset)):
@@ -103,6 +115,12 @@ class ConstantMethodVariable(MethodOfVariable):
     def call_function(self, tx, args, kwargs):
         from .builder import fold_call
 
+        method = builtin_methods.lookup(type(self.obj.value), self.name)
+        if method is not None and not method.foldable:
+            if method.returns_view and method.slot and not args and not kwargs:
+                return getattr(self.obj, method.slot)(tx)  # `"ab".__iter__()`: iter("ab")
+            tx.unsupported(builtin_methods.unmodelled_reason(type(self.obj.value), self.name, self.obj.describe()),
+                           category="unsupported call")
         if self.name == "join" and len(args) == 1 and not args[0].is_python_constant() \
                 and isinstance(self.obj.value, (str, bytes)):
             from .containers import TupleVariable

@@ -13,19 +13,18 @@ import collections
 import torch
 
 from ..guards.sources import AttrSource
+from . import builtin_methods
 from .base import MethodOfVariable, VariableTracker
-from .constant import ConstantVariable
+from .constant import ConstantVariable, is_constant_value
 from .dict_keys import TrackerKey, has_tracker_keys, key_tracker, reconstruct_map
 
-_LIST_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort",
-                            "__setitem__", "__delitem__", "__iadd__", "__imul__"})
-DICT_MUTATORS = frozenset({"__setitem__", "__delitem__", "pop", "popitem", "update", "setdefault", "clear",
-                           "move_to_end", "__ior__"})
-_SET_MUTATORS = frozenset({"add", "discard", "remove", "pop", "clear", "update", "intersection_update",
-                           "difference_update", "symmetric_difference_update", "__ior__", "__iand__", "__isub__",
-                           "__ixor__"})
-_SET_QUERIES = frozenset({"union", "intersection", "difference", "symmetric_difference", "issubset", "issuperset",
-                          "isdisjoint", "copy"})
+# the methods that change the receiver, from the table of builtin methods
+_LIST_MUTATORS = builtin_methods.mutators(list)
+# OrderedDict's own `move_to_end` reorders it (a DictVariable models OrderedDicts too)
+DICT_MUTATORS = builtin_methods.mutators(dict) | {"move_to_end"}
+_SET_MUTATORS = builtin_methods.mutators(set)
+# the set methods that make a new set or a bool from any iterables (the dunder operators take sets)
+_SET_QUERIES = builtin_methods.named_pure(set)
 # the in-place operators a kind implements as a method of its own (`a |= b` is `a.__ior__(b)`)
 _SET_INPLACE = {"__ior__": "update", "__iand__": "intersection_update", "__isub__": "difference_update",
                 "__ixor__": "symmetric_difference_update"}
@@ -55,6 +54,38 @@ def _mutating_keys(tx, vt, name: str, keys_change: bool) -> None:
     _check_mutable(tx, vt, name)
     if keys_change:
         vt.keys_version += 1
+
+
+def unmodelled_method(tx, vt, name: str, args, kwargs) -> VariableTracker:
+    """Method `name` of container `vt` that its kind does not model, as the table of builtin
+    methods (vars/builtin_methods.py) classifies it: a method returning a live iterator goes to
+    the iterator slot; a pure one on a container of immutable constants, with such arguments,
+    is folded by calling the real method (its result is a new object, as eager's); anything
+    else breaks, naming the method and its classification."""
+    cls = vt.python_type()
+    method = builtin_methods.lookup(cls, name)
+    if method is None:
+        tx.unsupported(f"method {name}() of {vt.describe()}", category="unsupported call")
+    if method.returns_view and method.slot and not args and not kwargs:
+        return getattr(vt, method.slot)(tx)
+    if method.foldable and all(_flat_constant(v) for v in (vt, *args, *kwargs.values())):
+        from .builder import fold_call
+
+        return fold_call(tx, getattr(vt.as_python_constant(), name), args, kwargs, f"{method.owner.__name__}.{name}")
+    tx.unsupported(builtin_methods.unmodelled_reason(cls, name, vt.describe()), category="unsupported call")
+
+
+def _flat_constant(vt) -> bool:
+    """Whether `vt` is a Python constant whose real value holds no mutable object of the trace
+    (folding copies it): an immutable constant, or a list, set or dict of them."""
+    if not vt.is_python_constant():
+        return False
+    value = vt.as_python_constant()
+    if is_constant_value(value):
+        return True
+    if isinstance(value, dict):
+        return all(is_constant_value(v) for v in value.values())
+    return type(value) in (list, set) and all(is_constant_value(v) for v in value)
 
 
 class BaseListVariable(VariableTracker):
@@ -134,7 +165,12 @@ class BaseListVariable(VariableTracker):
             return self.iterate(tx)
         if name == "__reversed__" and not args and issubclass(self.python_type(), list):
             return self.reverse_iterate(tx)
-        tx.unsupported(f"method {name}() of {self.describe()}", category="unsupported call")
+        return unmodelled_method(tx, self, name, args, kwargs)
+
+    def builtin_base_method(self, tx, attr):
+        """`list.index(l, x)`, `tuple.count(t, x)`: bound to this value."""
+        name = builtin_methods.bound_name(self.python_type(), attr)
+        return MethodOfVariable(self, name) if name is not None else None
 
     def new_like(self, items) -> "BaseListVariable":
         return type(self)(items)
@@ -485,7 +521,12 @@ class DictVariable(VariableTracker):
             return self.copy()
         if name == "__getitem__":
             return self.getitem_impl(tx, args[0])
-        tx.unsupported(f"method {name}() of {self.describe()}", category="unsupported call")
+        return unmodelled_method(tx, self, name, args, kwargs)
+
+    def builtin_base_method(self, tx, attr):
+        """`dict.get(d, k)`, `dict.__contains__(d, k)`: bound to this value."""
+        name = builtin_methods.bound_name(self.python_type(), attr)
+        return MethodOfVariable(self, name) if name is not None else None
 
     def _mutate(self, tx, name, args, kwargs) -> VariableTracker:
         """The dict methods that change it; each begins with the one mutation hook call."""
@@ -533,7 +574,7 @@ class DictVariable(VariableTracker):
             _mutating_keys(tx, self, name, bool(items))
             items.clear()
             return ConstantVariable(None)
-        tx.unsupported(f"method {name}() of {self.describe()}", category="unsupported call")
+        return unmodelled_method(tx, self, name, args, kwargs)
 
 
     def _popitem(self, tx, args, kwargs) -> VariableTracker:
@@ -683,15 +724,18 @@ class SetVariable(VariableTracker):
         return super().var_getattr(tx, name)
 
     def call_method(self, tx, name, args, kwargs):
-        from .builder import fold_call
-
         if name in _SET_MUTATORS:
             return self._mutate(tx, name, args)
         if name == "__iter__" and not args:
             return self.iterate(tx)
         if name in _SET_QUERIES and not kwargs:
             return self._query(tx, name, args)
-        return fold_call(tx, getattr(set(self.items), name), args, kwargs, f"set.{name}")
+        return unmodelled_method(tx, self, name, args, kwargs)
+
+    def builtin_base_method(self, tx, attr):
+        """`set.isdisjoint(s, t)`, `set.add(s, x)`: bound to this value."""
+        name = builtin_methods.bound_name(self.python_type(), attr)
+        return MethodOfVariable(self, name) if name is not None else None
 
     def _query(self, tx, name, args) -> VariableTracker:
         """The set methods that make a new set or a bool, over any iterables of hashable members."""
@@ -761,7 +805,7 @@ class SetVariable(VariableTracker):
             _mutating_keys(tx, self, name, bool(items))
             items.clear()
             return ConstantVariable(None)
-        tx.unsupported(f"set.{name}()", category="unsupported call")
+        return unmodelled_method(tx, self, name, args, {})
 
 
     def reconstruct(self, cg) -> None:
