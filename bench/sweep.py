@@ -20,13 +20,16 @@ and one for torch.nn, each with a header naming the date and the Python, torch a
 versions, a summary (one graph bytegraph vs torch.compile, correct counts, every entry where
 torch.compile keeps one graph and bytegraph does not, with bytegraph's reason), the table, and
 bytegraph's break reasons ranked by how many entries hit each. Sections of other versions already
-in the file are kept.
+in the file are kept. `--rows FILE` also saves each row as it finishes, and `--render FILE`
+writes the sections from such a file without running anything, so a run cut short still gives
+its table (marked as covering only part of the catalogue).
 """
 from __future__ import annotations
 
 import argparse
 import collections
 import datetime
+import json
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -269,11 +272,11 @@ def versions() -> str:
             f"torch {torch.__version__}, transformers {transformers.__version__}")
 
 
-def section(title: str, rows: list[Row], note: str = "", reasons: int = 25) -> str:
+def section(title: str, rows: list[Row], note: str = "", reasons: int = 25, measured: str = "") -> str:
     ran = [r for r in rows if r.stage == "ok"]
     stages = collections.Counter(r.stage for r in rows)
     bg_one, tc_one = sum(r.bg_one_graph for r in ran), sum(r.tc_one_graph for r in ran)
-    lines = [f"## {title}", "", f"Measured {versions()}; {len(rows)} entries.", ""]
+    lines = [f"## {title}", "", f"Measured {measured or versions()}; {len(rows)} entries.", ""]
     if note:
         lines += [note, ""]
     lines.append(
@@ -330,7 +333,12 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per entry (default 120)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"markdown file (default {DEFAULT_OUT})")
     parser.add_argument("--catalogue", choices=["transformers", "nn", "all"], default="all")
+    parser.add_argument("--rows", type=Path, help="also append each row to this JSON-lines file as it finishes")
+    parser.add_argument("--render", type=Path, metavar="ROWS",
+                        help="run nothing: write the sections of a --rows file (a run cut short included)")
     args = parser.parse_args(argv)
+    if args.render:
+        return _render(args.render, args.out)
 
     import transformers
 
@@ -350,23 +358,55 @@ def main(argv=None) -> int:
             entries = entries[:args.limit]
         print(f"# {title}: {len(entries)} entries", flush=True)
 
-        def report(r: Row) -> None:
+        measured = versions()
+
+        def report(r: Row, title=title, measured=measured) -> None:
             print(row_markdown(r), f"({r.seconds:.0f} s)", flush=True)
+            if args.rows:
+                with args.rows.open("a") as f:
+                    f.write(json.dumps({"title": title, "measured": measured, "row": asdict(r)}) + "\n")
 
         rows = run([(kind, name, cls) for name, cls in entries], args.jobs, args.timeout, report)
-        note = ""
-        if kind == "transformers":
-            skipped = sweep_catalogue.config_only()
-            note = (f"{len(skipped)} config types have no class in any AutoModel mapping (sub-configs of "
-                    f"other models) and are not entries: " + ", ".join(skipped))
-        sections[title] = section(title, rows, note)
+        sections[title] = section(title, rows, _note(kind, len(entries)), measured=measured)
         print("\n" + sections[title], flush=True)
-    if args.out:
-        existing = args.out.read_text() if args.out.exists() else ""
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(merge(existing, sections))
-        print(f"written to {args.out}")
+    _write(args.out, sections)
     return 0
+
+
+def _note(kind: str, count: int) -> str:
+    if kind != "transformers":
+        return ""
+    from bench import sweep_catalogue
+
+    skipped = sweep_catalogue.config_only()
+    total = len(sweep_catalogue.architectures())
+    cut = f"This run covers {count} of the {total} architectures (cut short or filtered). " if count < total else ""
+    return (cut + f"{len(skipped)} config types have no class in any AutoModel mapping (sub-configs of other "
+            f"models) and are not entries: " + ", ".join(skipped))
+
+
+def _render(path: Path, out: Path | None) -> int:
+    """The sections of a --rows file, as `main` would have written them."""
+    rows: dict[str, list[Row]] = {}
+    measured = {}
+    for line in path.read_text().splitlines():
+        item = json.loads(line)
+        rows.setdefault(item["title"], []).append(Row(**item["row"]))
+        measured[item["title"]] = item["measured"]
+    sections = {t: section(t, r, _note("transformers" if t != NN else NN, len(r)), measured=measured[t])
+                for t, r in rows.items()}
+    for text in sections.values():
+        print(text)
+    _write(out, sections)
+    return 0
+
+
+def _write(out: Path | None, sections: dict[str, str]) -> None:
+    if out:
+        existing = out.read_text() if out.exists() else ""
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(merge(existing, sections))
+        print(f"written to {out}")
 
 
 if __name__ == "__main__":
