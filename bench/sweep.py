@@ -82,8 +82,17 @@ def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:200]
 
 
+def fold(reason: str) -> str:
+    """One text per kind of break across entries: file paths, line numbers and resume-function
+    names (which differ per model) are folded away."""
+    reason = re.sub(r"\S*/site-packages/", "", reason)
+    reason = re.sub(r"__bg_resume_(\w+?)_at_line_\d+", r"<resume of \1>", reason)
+    reason = re.sub(r"(\.py):\d+", r"\1", reason)
+    return re.sub(r"<eval_with_key>\.\d+, line \d+", "<eval_with_key>", reason)
+
+
 def _top(reasons: list) -> str:
-    return collections.Counter(reasons).most_common(1)[0][0] if reasons else ""
+    return collections.Counter(map(fold, reasons)).most_common(1)[0][0] if reasons else ""
 
 
 # --- one entry, inside a worker ---------------------------------------------------------------
@@ -293,8 +302,8 @@ def section(title: str, rows: list[Row], note: str = "", reasons: int = 25, meas
     lines += [f"- {r.name}: " + _cell(r.bg_error or (_top(r.bg_reasons) if r.bg_correct else "outputs differ from eager")
                                     or f"{r.bg_graphs} graphs", 160) for r in worse] or ["- none"]
     lines += ["", f"In bytegraph's favour ({len(better)}): " + (", ".join(r.name for r in better) or "none"), ""]
-    ranked = collections.Counter(reason for r in ran for reason in set(r.bg_reasons))
-    hits = collections.Counter(reason for r in ran for reason in r.bg_reasons)
+    ranked = collections.Counter(reason for r in ran for reason in set(map(fold, r.bg_reasons)))
+    hits = collections.Counter(fold(reason) for r in ran for reason in r.bg_reasons)
     lines += [f"bytegraph break reasons, by entries hitting each (breaks in all, in brackets), top {reasons}:", ""]
     lines += [f"{i + 1}. {n} ({hits[reason]}) {_cell(reason, 160)}" for i, (reason, n) in
               enumerate(ranked.most_common(reasons))] or ["none"]
