@@ -85,3 +85,18 @@ def test_merge_keeps_other_sections():
                             "torch.nn": "## torch.nn\nnn again\n"})
     assert "old" in new and "new" in new and "nn again" in new and "\nnn\n" not in new
     assert new.count("## transformers 5.24.0") == 1
+
+
+def test_nn_constructor_arguments_come_from_the_signature():
+    import torch
+
+    from bench import sweep_nn
+
+    assert sweep_nn.construct(torch.nn.Linear).in_features == sweep_nn.ARGS["in_features"]
+    lstm = sweep_nn.construct(torch.nn.LSTM)  # `*args` forwarded to RNNBase, which passes `mode`
+    assert (lstm.mode, lstm.input_size) == ("LSTM", sweep_nn.ARGS["input_size"])
+    assert sweep_nn.construct(torch.nn.Upsample).size is None
+    assert sweep_nn.construct(torch.nn.Upsample, every_known=True).size == sweep_nn.ARGS["size"]
+    with pytest.raises(TypeError, match="no small value for constructor parameter 'mode'"):
+        sweep_nn.construct(torch.nn.RNNBase)
+    assert "Linear" in sweep_nn.modules() and "Module" in sweep_nn.modules()
