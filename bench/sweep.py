@@ -325,13 +325,17 @@ break and (bytegraph) no frame run eagerly, with outputs equal to eager's.
 
 def merge(existing: str, new_sections: dict[str, str]) -> str:
     """The document with `new_sections` ({title: text}) replacing the sections of the same
-    title in `existing` and the others kept, in title order."""
+    title in `existing` and the others kept: transformers versions newest first, then torch.nn."""
     kept = {}
     for chunk in re.split(r"(?m)^(?=## )", existing):
         if chunk.startswith("## "):
             kept[chunk.splitlines()[0][3:].strip()] = chunk.rstrip() + "\n"
     kept.update(new_sections)
-    return DOC_HEAD + "\n" + "\n".join(kept[t] for t in sorted(kept))
+    def order(title: str):
+        version = re.findall(r"\d+", title) if title.startswith("transformers ") else []
+        return (not version, [-int(v) for v in version], title)
+
+    return DOC_HEAD + "\n" + "\n".join(kept[t] for t in sorted(kept, key=order))
 
 
 def main(argv=None) -> int:

@@ -100,3 +100,9 @@ def test_nn_constructor_arguments_come_from_the_signature():
     with pytest.raises(TypeError, match="no small value for constructor parameter 'mode'"):
         sweep_nn.construct(torch.nn.RNNBase)
     assert "Linear" in sweep_nn.modules() and "Module" in sweep_nn.modules()
+
+
+def test_merge_orders_newest_transformers_first_then_torch_nn():
+    doc = sweep.merge("", {t: f"## {t}\n" for t in ["torch.nn", "transformers 5.9.0", "transformers 5.24.0"]})
+    titles = [line[3:] for line in doc.splitlines() if line.startswith("## ")]
+    assert titles == ["transformers 5.24.0", "transformers 5.9.0", "torch.nn"]
