@@ -11,7 +11,7 @@ STAMP := $(VENV)/.bytegraph-installed
 TORCH := torch==2.13.0
 PYTEST_ARGS ?=
 
-.PHONY: $(VENV) demo test fuzz bench
+.PHONY: $(VENV) demo test fuzz bench sweep
 
 $(VENV): $(STAMP)
 
@@ -49,3 +49,12 @@ BENCH_THREADS ?= 1
 bench: $(STAMP)
 	OMP_NUM_THREADS=$(BENCH_THREADS) $(PY) -m bench.run
 	OMP_NUM_THREADS=$(BENCH_THREADS) $(PY) -m bench.compiled_autograd_workloads
+
+# Every architecture transformers can build from its config classes, shrunk to tiny sizes, and
+# every torch.nn module, under bytegraph and torch.compile side by side (bench/sweep.py); the
+# table goes to docs/sweep.md, a section per transformers version. One worker process, 120 s per
+# entry; SWEEP_ARGS for more (e.g. SWEEP_ARGS='--limit 10 --jobs 2').
+SWEEP_ARGS ?=
+
+sweep: $(STAMP)
+	OMP_NUM_THREADS=$(BENCH_THREADS) $(PY) -m bench.sweep $(SWEEP_ARGS)

@@ -147,6 +147,12 @@ def output_tensors(value) -> list[torch.Tensor]:
     return []
 
 
+def same_outputs(expected, got) -> bool:
+    """Every output tensor of `got` equals `expected`'s, bit for bit, and there are as many."""
+    want, have = output_tensors(expected), output_tensors(got)
+    return len(want) == len(have) and all(torch.equal(a, b) for a, b in zip(want, have))
+
+
 @dataclass
 class Result:
     name: str
@@ -164,19 +170,24 @@ class Result:
     error: str | None = None
 
 
-def run_bytegraph(model: torch.nn.Module, inputs: dict):
-    """One fresh bytegraph capture of `model(**inputs)` -> (output, ExplainOutput, seconds)."""
+def run_bytegraph(model: torch.nn.Module, inputs: dict, args: tuple = ()):
+    """One fresh bytegraph capture of `model(*args, **inputs)` -> (output, ExplainOutput, seconds)."""
     bytegraph.reset()
     start = time.perf_counter()
-    out = bytegraph.explain(model, **inputs)
+    out = bytegraph.explain(model, *args, **inputs)
     return out.result, out, time.perf_counter() - start
 
 
-def _run_reference(model, inputs):
+def reference_explain(model, *args, **kwargs):
+    """One fresh `torch._dynamo.explain` of `model(*args, **kwargs)` (the reference's view)."""
     import torch._dynamo
 
     torch._dynamo.reset()
-    explained = torch._dynamo.explain(model)(**inputs)
+    return torch._dynamo.explain(model)(*args, **kwargs)
+
+
+def _run_reference(model, inputs):
+    explained = reference_explain(model, **inputs)
     ops = sum(len(ops) for ops in explained.ops_per_graph)
     return explained.graph_count, explained.graph_break_count, ops
 
@@ -194,8 +205,7 @@ def measure(case: ModelCase, reference: bool) -> Result:
         res.reasons = tuple(f"[{b.category}] {b.reason}" for b in explained.break_reasons) + tuple(
             f"[eager frame] {f}" for f in explained.eager_frames)
         res.capture_s = seconds
-        want, got = output_tensors(expected), output_tensors(out)
-        res.correct = len(want) == len(got) and all(torch.equal(a, b) for a, b in zip(want, got))
+        res.correct = same_outputs(expected, out)
         if reference:
             with torch.no_grad():
                 start = time.perf_counter()
@@ -206,7 +216,7 @@ def measure(case: ModelCase, reference: bool) -> Result:
     return res
 
 
-def _short(reason: str) -> str:
+def short_reason(reason: str) -> str:
     """One line per kind of reason: tracer-made names (`__bg_3_func`) and the model's own class
     names in 'of X.forward' are folded so the same break in different models counts once."""
     line = re.sub(r"__bg_stack_\d+", "<stack>", reason.splitlines()[0])
@@ -241,7 +251,7 @@ def main(argv=None) -> int:
               f"{r.eager_frames:>5} {r.capture_s:>6.2f}   {ref}", flush=True)
     ranked = collections.Counter()
     for r in results:
-        for reason in set(map(_short, r.reasons)):
+        for reason in set(map(short_reason, r.reasons)):
             ranked[reason] += 1
     one_graph = sum(1 for r in results if r.graphs == 1 and not r.breaks and not r.eager_frames)
     print(f"\none graph, no break: {one_graph}/{len(results)};"
