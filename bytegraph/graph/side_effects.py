@@ -166,6 +166,10 @@ class SideEffects:
             set_current_scope(previous)
 
     # ---- recording ---------------------------------------------------------------------
+    def pending(self) -> bool:
+        """Whether any write, call or hook registration waits for the replay after the graph."""
+        return bool(self.mutated or self.globals or self.calls or self.hooks)
+
     def is_mutated(self, vt) -> bool:
         return id(vt) in self.mutated
 
