@@ -145,3 +145,27 @@ def test_construction_with_effects_or_state_breaks_with_the_reason(cls, reason):
 def test_constructor_error_is_raised_as_eager():
     check(lambda x: Scaled(1.0, 2.0)(x), X)  # `shift` is keyword-only: TypeError
     check(lambda x: nn.Dropout(p=2.0)(x), X)
+
+
+ALPHA = 2.0
+
+
+class FromGlobal(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.alpha = ALPHA  # read when the module is made: guarded, as any read of the trace
+
+    def forward(self, x):
+        return x * self.alpha
+
+
+def test_init_reading_a_global_sees_its_new_value():
+    global ALPHA
+    cf = bytegraph.compile(lambda x: FromGlobal()(x), fullgraph=True)
+    x = torch.ones(2)
+    try:
+        assert torch.equal(cf(x), x * 2)
+        ALPHA = 5.0
+        assert torch.equal(cf(x), x * 5)  # the guard on ALPHA failed: traced again
+    finally:
+        ALPHA = 2.0

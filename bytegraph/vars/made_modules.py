@@ -16,9 +16,10 @@ nothing but that instance (through `nn.Module.__setattr__`), records no tensor o
 and makes no replayed call; `nn.Module.__init__` itself (torch's constructor, which only
 fills the new module's own dicts) is answered by a handler there (`HANDLERS`), so the body's
 `super().__init__()` is known. torch.nn's own classes are torch's constructors and are not
-traced first. The speculation is rolled back whatever it found (its guards go too: the
-module is built from constant arguments), so the real constructor runs once per trace. The
-object never reaches the program: where residual code needs the module (it is returned,
+traced first. A construction that passes keeps the guards of what the `__init__`s read (a
+global they store); nothing else of the speculation is left (the scratch instance has no
+source: its writes replay nothing); one that fails is rolled back. The real constructor runs
+once per trace. The object never reaches the program: where residual code needs the module (it is returned,
 stored, or live at a graph break) it builds a new one with the same arguments, so every
 call gets a fresh module as eager does. The object the trace built is only read by the
 guards and is never written (a write to a module attribute is a graph break before it
@@ -141,8 +142,9 @@ def _construction_reason(tx, cls: type, args: list, kwargs: dict) -> str | None:
             why = "its __init__ records tensor operations"
         elif len(side_effects.calls) != calls:
             why = "its __init__ makes calls replayed after the graph"
-    tx.restore(cp)
-    tx.release(cp)
+    if why is not None:
+        tx.restore(cp)
+    tx.release(cp)  # kept: the guards on what the __init__s read (a global), nothing else is left
     return why
 
 

@@ -102,7 +102,7 @@ class NumpyFunctionVariable(CallableValueVariable):
         tensors = [vt for vt in (*args, *kwargs.values()) if vt.is_tensor]
         if tensors:
             torch_name = getattr(fn, "__name__", "")
-            hint = (f"use torch.{torch_name} on the tensor" if hasattr(torch, torch_name) else _HINT)
+            hint = f"use torch.{torch_name} on the tensor" if callable(getattr(torch, torch_name, None)) else _HINT
             tx.unsupported(f"numpy function {_name(fn)} called on a tensor: {tensors[0].describe()} (numpy "
                            "would convert it to an array, outside the graph)", category="unsupported call",
                            hint=hint)
