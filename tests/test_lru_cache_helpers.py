@@ -189,3 +189,40 @@ def test_constant_result_is_reused_by_later_calls_without_a_recompile():
     for _ in range(3):
         assert torch.equal(cf(x), x + len(package_version("torch")))
     assert package_version.cache_info().currsize == 1
+
+
+MARKED_CALLS = []
+
+
+@torch.compiler.assume_constant_result
+def marked_plain(name):
+    MARKED_CALLS.append(name)
+    return importlib.metadata.version(name)
+
+
+def test_marked_function_without_a_cache_is_called_at_trace_time():
+    """`torch.compiler.assume_constant_result` on a plain function (Note [Constant results]):
+    called once per trace, as torch.compile does; eager calls it every time."""
+    def f(x):
+        return x * len(marked_plain("torch"))
+
+    _torch_one_graph(f, T(2))
+    MARKED_CALLS.clear()
+    res = check(f, T(2), graphs=1, fullgraph=True)
+    assert res.compiled.out is not None
+    cf = bytegraph.compile(f, fullgraph=True)
+    MARKED_CALLS.clear()
+    for _ in range(3):
+        cf(T(2))
+    assert MARKED_CALLS == ["torch"]  # the trace's call; later calls run the graph
+
+
+def test_marked_function_with_a_tensor_argument_breaks():
+    @torch.compiler.assume_constant_result
+    def marked_scale(t):
+        return 2
+
+    fn = lambda x: x * marked_scale(x)  # noqa: E731
+    check(fn, T(2))
+    reasons = [r.reason for r in bytegraph.explain(fn, T(2)).break_reasons]
+    assert any("marked torch.compiler.assume_constant_result" in r for r in reasons), reasons

@@ -33,8 +33,8 @@ real, through the wrapper itself, while tracing, and its result (an immutable co
 folded, when
 - the wrapped function is marked constant (`torch.compiler.assume_constant_result`, the
   `_dynamo_marked_constant` attribute transformers' `is_torch_available`,
-  `is_torch_greater_or_equal`, ... carry): the body is not traced at all, as torch.compile
-  does; or
+  `is_torch_greater_or_equal`, ... carry; Note [Constant results] in
+  vars/constant_results.py): the body is not traced at all, as torch.compile does; or
 - the body's trace stopped at something bytegraph cannot trace (a library's file reads in
   `importlib.metadata`, a C function nothing models, a write it does not model such as
   one on an object the body made), not at an effect it knows (a write to state outside the
@@ -58,12 +58,11 @@ from __future__ import annotations
 import functools
 import types
 
-from torch._subclasses.fake_tensor import unset_fake_temporarily
-
 from .._bytecode.instructions import instructions_of
 from ..errors import GraphBreak, TracedRaise
 from ..guards.guard import GuardKind
 from .constant import ConstantVariable, is_constant_value
+from .constant_results import call_now, is_marked_constant
 from .objects import UserObjectVariable
 from .registry import guard, register
 
@@ -100,7 +99,7 @@ class LruCacheWrapperVariable(UserObjectVariable):
                tuple((k, v.as_python_constant()) for k, v in kwargs.items()))
         if key in self.folded:
             return self.folded[key]
-        if getattr(getattr(self.value, "__wrapped__", None), "_dynamo_marked_constant", False):
+        if is_marked_constant(getattr(self.value, "__wrapped__", None)):
             return self._called_now(tx, key)  # Note [Cached calls made at trace time]
         calls = len(tx.output.side_effects.calls)
         why, traced, untraceable = self._check_body(tx, args, kwargs)
@@ -127,15 +126,8 @@ class LruCacheWrapperVariable(UserObjectVariable):
     def _called_now(self, tx, key, why: str = ""):
         """The wrapper called now, its immutable constant result folded (Note [Cached calls
         made at trace time]); `why`: why the body was not folded by its trace."""
-        try:
-            with unset_fake_temporarily():  # the real world's tensors, should the body make any
-                value = self.value(*key[0], **dict(key[1]))
-        except Exception as e:  # the body's own error, raised where eager raises it
-            tx.raise_user_error(e)
-        if not is_constant_value(value):
-            self._refuse(tx, f"{why + ', and ' if why else ''}whose result ({type(value).__qualname__}) is not "
-                             "an immutable constant")
-        result = ConstantVariable(value)
+        what = f"calling {self._name()}, a functools.lru_cache wrapper, {why + ', and ' if why else ''}called now"
+        result = call_now(tx, self.value, key[0], dict(key[1]), what)  # Note [Constant results]
         self._remember(tx, key, result)
         return result
 
