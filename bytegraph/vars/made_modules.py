@@ -14,23 +14,23 @@ construction: every `__init__` of the class's MRO written outside torch.nn is a 
 function whose body, traced first in a speculation scope on a scratch instance, writes
 nothing but that instance (through `nn.Module.__setattr__`), records no tensor operation
 and makes no replayed call; `nn.Module.__init__` itself (torch's constructor, which only
-fills the new module's own dicts) is answered by a handler there (`HANDLERS`), so the body's
+fills the new module's own dicts) is a trace rule there (`MODULE_INIT`), so the body's
 `super().__init__()` is known. torch.nn's own classes are torch's constructors and are not
 traced first. A construction that passes keeps the guards of what the `__init__`s read (a
 global they store); nothing else of the speculation is left (the scratch instance has no
-source: its writes replay nothing); one that fails is rolled back. The real constructor runs
-once per trace. The object never reaches the program: where residual code needs the module (it is returned,
-stored, or live at a graph break) it builds a new one with the same arguments, so every
-call gets a fresh module as eager does. The object the trace built is only read by the
-guards and is never written (a write to a module attribute is a graph break before it
-happens), so reading it is reading a fresh module's state. Anything else (a constructor
-with an effect, a module with state, a non-constant argument) is the graph break it was.
+source: its writes replay nothing); one that fails is rolled back. The real constructor
+runs once per trace. The object never reaches the program: where residual code needs the
+module (it is returned, stored, or live at a graph break) it builds a new one with the same
+arguments, so every call gets a fresh module as eager does. The object the trace built is
+only read by the guards and is never written (a write to a module attribute is a graph
+break before it happens), so reading it is reading a fresh module's state. Anything else (a
+constructor with an effect, a module with state, a non-constant argument) is the graph
+break it was.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import types
+from dataclasses import dataclass, field
 
 import torch
 from torch._subclasses.fake_tensor import unset_fake_temporarily
@@ -113,7 +113,7 @@ def _know_installed_module_init() -> None:
 
 def _construction_reason(tx, cls: type, args: list, kwargs: dict) -> str | None:
     """None when `cls(*args, **kwargs)` runs only traceable `__init__`s without effects
-    (Note [Modules made in the trace]); else why not. Everything the check traced is undone."""
+    (Note [Modules made in the trace]); else why not, with everything the check traced undone."""
     if _is_torch_nn_class(cls):
         return None
     init = class_lookup(cls, "__init__")[1]
