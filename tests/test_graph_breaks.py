@@ -139,21 +139,23 @@ def end_logging(x):
     return y
 
 
+# numpy's global state read through a Python function of numpy: a break (numpy's pure
+# functions on constants fold: tests/test_numpy_constants.py)
 def start_numpy(x):
-    k = float(np.sqrt(np.float64(4.0)))
+    k = float(np.get_printoptions()["precision"])
     y = x.sin()
     return y * k + 1
 
 
 def mid_numpy(x):
     y = x.sin() * 2
-    k = float(np.sqrt(np.float64(9.0)))
+    k = float(np.get_printoptions()["precision"])
     return y.cos() + k
 
 
 def end_numpy(x):
     y = x.sin() * 2 + 1
-    k = float(np.sqrt(np.float64(16.0)))
+    k = float(np.get_printoptions()["precision"])
     return y, k
 
 

@@ -95,17 +95,21 @@ def test_written_made_module_breaks_and_matches_eager():
     check(written, X)
 
 
-class OwnLoss(nn.Module):
+class LoudLoss(nn.Module):
+    def __init__(self):
+        super().__init__()
+        print("made")  # an effect of the constructor: the construction is not traced into the graph
+
     def forward(self, x):
         return x.pow(2).mean()
 
 
 @pytest.mark.parametrize("make, reason", [
-    (lambda: OwnLoss(), "OwnLoss"),
+    (lambda: LoudLoss(), "LoudLoss"),
     (lambda: nn.Linear(5, 2), "Linear"),
     (lambda: nn.LayerNorm(5), "LayerNorm"),
-], ids=["user class", "with parameters", "norm with parameters"])
-def test_modules_with_state_or_user_classes_still_break(make, reason):
+], ids=["user class whose __init__ prints", "with parameters", "norm with parameters"])
+def test_modules_with_state_or_constructor_effects_still_break(make, reason):
     def f(x):
         return make()(x).sum()
 

@@ -165,7 +165,15 @@ class SideEffects:
             self.current_scope = outer
             set_current_scope(previous)
 
+    def scope_name(self) -> str:
+        """The name of the current speculation scope ("the top level" outside any)."""
+        return self._scope_names[self.current_scope]
+
     # ---- recording ---------------------------------------------------------------------
+    def pending(self) -> bool:
+        """Whether any write, call or hook registration waits for the replay after the graph."""
+        return bool(self.mutated or self.globals or self.calls or self.hooks)
+
     def is_mutated(self, vt) -> bool:
         return id(vt) in self.mutated
 

@@ -1,5 +1,6 @@
 """Immutable Python constants: None, bools, numbers, strings, bytes, ranges, slices,
-dtypes, devices, Ellipsis, and tuples of those folded by the tracer.
+dtypes, devices, Ellipsis, numpy's numeric scalars (`np.float64(2.0)`, what numpy folded on
+constants returns: vars/numpy_calls.py), and tuples of those folded by the tracer.
 
 A method of these values is folded on constant arguments by running the real method at
 trace time; for the builtin types the table of vars/builtin_methods.py decides first: a
@@ -20,9 +21,24 @@ from . import builtin_methods
 from .base import MethodOfVariable, VariableTracker
 from .registry import guard, register
 
+
+
+def _numpy_scalar_types() -> tuple:
+    """numpy's numeric and bool scalar types (immutable, hashable, compared by value), if
+    numpy is installed."""
+    try:
+        import numpy
+    except ImportError:
+        return ()
+    return tuple(sorted({t for t in numpy.sctypeDict.values() if issubclass(t, (numpy.number, numpy.bool_))},
+                        key=lambda t: t.__name__))
+
+
+NUMPY_SCALAR_TYPES = _numpy_scalar_types()
+
 CONSTANT_TYPES = (type(None), bool, int, float, complex, str, bytes, range, slice,
                   type(Ellipsis), type(NotImplemented), torch.dtype, torch.device,
-                  torch.memory_format, torch.layout)
+                  torch.memory_format, torch.layout, *NUMPY_SCALAR_TYPES)
 
 
 def is_constant_value(value) -> bool:

@@ -6,8 +6,8 @@ inlined with the class as its first argument (its `super().__call__(...)` comes 
 as `TypeCallVariable`); a metaclass without its own `__call__` creates instances like
 `type` does. `type.__call__` runs `cls.__new__(cls, *args, **kwargs)` — inlined when
 written in Python, else `object.__new__` — and then, only if that returned an instance of
-`cls`, `__init__(obj, *args, **kwargs)`. A stateless `torch.nn` module is built for real
-(vars/made_modules.py). `object.__new__(cls)` (directly, or reached
+`cls`, `__init__(obj, *args, **kwargs)`. A stateless module whose construction is traceable is
+built for real (vars/made_modules.py). `object.__new__(cls)` (directly, or reached
 through `super().__new__(cls)`) makes a `NewObjectVariable` when instances of `cls` hold
 their state in a plain instance `__dict__` (`plain_instance_reason`). Exceptions, named
 tuples and enum lookups by value have constructors of their own. Anything else is a graph
@@ -25,7 +25,7 @@ from .classes import class_dict_source, class_lookup
 from .constant import ConstantVariable
 from .dict_subclass import dict_base, dict_instance_reason, new_dict_object
 from .exceptions import construct_exception, is_plain_exception_class
-from .made_modules import is_torch_nn_module_class, make_module
+from .made_modules import is_module_class, make_module
 from .objects import NewObjectVariable, UserObjectVariable
 
 _DICT_NEW = dict.__dict__["__new__"]
@@ -62,10 +62,11 @@ def type_call(tx, cls_vt, args, kwargs):
         _unsupported(tx, cls, "an enum called with other than one constant value")
     if issubclass(cls, tuple) and hasattr(cls, "_fields") and cls.__new__ is not tuple.__new__:
         return _construct_namedtuple(tx, cls, args, kwargs)
-    if is_torch_nn_module_class(cls):
-        made = make_module(tx, cls, args, kwargs)  # Note [Modules made in the trace]
-        if made is not None:
-            return made
+    if is_module_class(cls):
+        made, why = make_module(tx, cls, args, kwargs)  # Note [Modules made in the trace]
+        if made is None:
+            _unsupported(tx, cls, f"a module made in the compiled function: {why}")
+        return made
     owner, new = class_lookup(cls, "__new__")
     if isinstance(new, staticmethod) and isinstance(new.__func__, types.FunctionType):
         new_fn = tx.wrap(new.__func__, class_dict_source(owner, "__new__", "__func__"))

@@ -19,6 +19,7 @@ from ..guards.sources import (AttrSource, CellContentsSource, ClosureSource, Def
                               GlobalsDictSource, ObjectSource)
 from .base import REPLAY_CELL, VariableTracker
 from .constant import ConstantVariable
+from .constant_results import call_marked, is_marked_constant
 from .containers import DictVariable, TupleVariable
 from .dict_keys import reconstruct_map
 from .registry import guard, register
@@ -181,6 +182,11 @@ class UserFunctionVariable(BaseFunctionVariable):
 
     def get_code(self):
         return self.fn.__code__
+
+    def call_function(self, tx, args, kwargs):
+        if is_marked_constant(self.fn):  # Note [Constant results]
+            return call_marked(tx, self.fn, args, kwargs)
+        return tx.inline_call(self, args, kwargs)
 
     def as_python_constant(self):
         return self.fn

@@ -26,6 +26,32 @@ compares by identity (a logger, a module): the call's value is None, hit or miss
 real wrapper is called after the graph, so its cache decides, at run time, whether the body
 runs (logs) or not, exactly as eagerly. The body's guards are kept; its recorded calls
 are dropped.
+
+Note [Cached calls made at trace time]
+A call with hashable constant arguments whose body cannot be folded that way is made for
+real, through the wrapper itself, while tracing, and its result (an immutable constant) is
+folded, when
+- the wrapped function is marked constant (`torch.compiler.assume_constant_result`, the
+  `_dynamo_marked_constant` attribute transformers' `is_torch_available`,
+  `is_torch_greater_or_equal`, ... carry; Note [Constant results] in
+  vars/constant_results.py): the body is not traced at all, as torch.compile does; or
+- the body's trace stopped at something bytegraph cannot trace (a library's file reads in
+  `importlib.metadata`, a C function nothing models, a write it does not model such as
+  one on an object the body made), not at an effect it knows (a write to state outside the
+  body, which the speculation scope refuses; a builtin bytegraph refuses, such as `print`:
+  those calls still break and the real wrapper runs eagerly), nor at a tensor operation or
+  a mutable result, and the trace has no write or call pending replay (which the body
+  could read, or which it would overtake).
+Why that is safe: a cached function's result is cacheable by contract (the cache returns it
+for these arguments without running the body, for the rest of the process), so the value
+the trace-time call returns is what every later eager call returns while the cache holds
+it; calling the wrapper, not the function, fills the cache as eager's first call does, so
+the body runs once in both (a later eager run of the frame finds the entry). What differs:
+the body runs at trace time, at the start of the first compiled call, instead of at its
+call; its result is not guarded (no guard sees the cache), so `cache_clear()` followed by a
+change of what the body reads is seen by eager and not by the compiled code; the cache's
+statistics count the trace-time call only; a body that raises (errors are not cached) is
+raised as the user's error, and runs again when the frame then runs eagerly.
 """
 from __future__ import annotations
 
@@ -36,10 +62,15 @@ from .._bytecode.instructions import instructions_of
 from ..errors import GraphBreak, TracedRaise
 from ..guards.guard import GuardKind
 from .constant import ConstantVariable, is_constant_value
+from .constant_results import call_now, is_marked_constant
 from .objects import UserObjectVariable
 from .registry import guard, register
 
 _HINT = "call the cached function outside the compiled function, or drop the cache decorator"
+
+# Break categories where the body's trace stopped at an effect it knows (a write to state
+# outside the body, a builtin bytegraph refuses such as print): not called at trace time.
+_EFFECT_CATEGORIES = frozenset({"side effect in higher-order op", "unsupported builtin"})
 
 
 _RAISES = object()  # the body raises for these arguments
@@ -68,13 +99,17 @@ class LruCacheWrapperVariable(UserObjectVariable):
                tuple((k, v.as_python_constant()) for k, v in kwargs.items()))
         if key in self.folded:
             return self.folded[key]
+        if is_marked_constant(getattr(self.value, "__wrapped__", None)):
+            return self._called_now(tx, key)  # Note [Cached calls made at trace time]
         calls = len(tx.output.side_effects.calls)
-        why, traced = self._check_body(tx, args, kwargs)
+        why, traced, untraceable = self._check_body(tx, args, kwargs)
         if why is None and len(tx.output.side_effects.calls) > calls:
             tx.output.side_effects.drop_calls(calls)
             return self._replayed(tx, args, kwargs, "whose body makes calls replayed after the graph", checked=True)
         if why is not None:
-            self._refuse(tx, why)
+            if not untraceable or tx.output.side_effects.pending():
+                self._refuse(tx, why)
+            return self._called_now(tx, key, why)
         try:  # the real wrapper: its cache answers as it would answer eager now
             value, error = self.value(*key[0], **dict(key[1])), None
         except Exception as e:  # the body's own error (errors are not cached)
@@ -85,6 +120,14 @@ class LruCacheWrapperVariable(UserObjectVariable):
         if error is not None:
             tx.raise_user_error(error)
         result = ConstantVariable(value)
+        self._remember(tx, key, result)
+        return result
+
+    def _called_now(self, tx, key, why: str = ""):
+        """The wrapper called now, its immutable constant result folded (Note [Cached calls
+        made at trace time]); `why`: why the body was not folded by its trace."""
+        what = f"calling {self._name()}, a functools.lru_cache wrapper, {why + ', and ' if why else ''}called now"
+        result = call_now(tx, self.value, key[0], dict(key[1]), what)  # Note [Constant results]
         self._remember(tx, key, result)
         return result
 
@@ -100,7 +143,7 @@ class LruCacheWrapperVariable(UserObjectVariable):
                                  "a hashable constant nor a value from outside hashed by identity)")
         if not checked:
             calls = len(tx.output.side_effects.calls)
-            body_why, traced = self._check_body(tx, args, kwargs)
+            body_why, traced, _ = self._check_body(tx, args, kwargs)
             if body_why is not None or traced is _RAISES:
                 self._refuse(tx, f"{why}, and not replayed after the graph ({body_why or 'its body raises'})")
             tx.output.side_effects.drop_calls(calls)
@@ -108,19 +151,23 @@ class LruCacheWrapperVariable(UserObjectVariable):
         return ConstantVariable(None)
 
     def _check_body(self, tx, args, kwargs) -> tuple:
-        """Trace the body through `__wrapped__`: (None, its constant result or `_RAISES`) if
-        it is pure (its guards are kept, everything else it did is dropped), else (why not,
-        None) with everything dropped."""
+        """Trace the body through `__wrapped__`: (None, its constant result or `_RAISES`,
+        False) if it is pure (its guards are kept, everything else it did is dropped), else
+        (why not, None, whether its trace stopped at something bytegraph cannot trace rather
+        than at an effect it knows, a tensor operation or a mutable result) with everything
+        dropped."""
         wrapped = self.var_getattr(tx, "__wrapped__")
         graph = tx.output.graph
         nodes = len(graph.nodes)
         cp = tx.checkpoint()
         why = traced = None
+        untraceable = False
         try:
             with tx.output.side_effects.scope(f"the body of {self._name()}", calls=True):
                 result = wrapped.call_function(tx, args, kwargs)
         except GraphBreak as brk:
             why = f"whose body breaks the graph ({brk.reason})"
+            untraceable = brk.category not in _EFFECT_CATEGORIES
         except TracedRaise:
             traced = _RAISES
         else:
@@ -135,7 +182,7 @@ class LruCacheWrapperVariable(UserObjectVariable):
         if why is not None:
             tx.restore(cp)
         tx.release(cp)
-        return why, traced
+        return why, traced, untraceable
 
     def _remember(self, tx, key, result) -> None:
         """Keep a folded result for later calls with the same arguments in this trace; a

@@ -260,11 +260,11 @@ class UserObjectVariable(VariableTracker):
         cls = type(self.value)
         if self.source is None and not isinstance(self, NewObjectVariable):
             tx.unsupported(f"{what} attribute {name!r} of an object made during tracing", category="side effect")
-        if self.source is not None and (cls.__setattr__ is not object.__setattr__
-                                        or cls.__delattr__ is not object.__delattr__):
-            # residual code would replay the write through the class's own __setattr__
+        if self.source is not None and not (_python_or_generic(cls.__setattr__, object.__setattr__)
+                                            and _python_or_generic(cls.__delattr__, object.__delattr__)):
+            # a hook written in C ran nowhere in the trace: the write cannot be replayed past it
             tx.unsupported(f"{what} attribute {name!r} of {self.describe()}, whose class defines "
-                           "__setattr__/__delattr__", category="side effect")
+                           "__setattr__/__delattr__ in C", category="side effect")
         if descriptor is not MISSING and is_data_descriptor(descriptor):
             tx.unsupported(f"{what} attribute {name!r} of {self.describe()} through a descriptor "
                            f"({type(descriptor).__name__})", category="side effect")
@@ -298,6 +298,15 @@ class UserObjectVariable(VariableTracker):
         result = user_contains(tx, self, item)
         return result if result is not None else super().contains_impl(tx, item)
 
+    def builtin_base_method(self, tx, attr):
+        """A read-only C method of a builtin container base (`OrderedDict.keys`, `dict.get`) of
+        an instance from outside (vars/container_subclass.py), bound or called unbound."""
+        from .container_subclass import BaseContainerMethodVariable, is_read_only_base_method
+
+        if self.source is not None and is_read_only_base_method(attr) and isinstance(self.value, attr.__objclass__):
+            return BaseContainerMethodVariable(attr, self)
+        return None
+
     def hasattr_impl(self, tx, name: str) -> bool:
         pending = self.pending_attr_present(name)
         if pending is not None:
@@ -308,8 +317,14 @@ class UserObjectVariable(VariableTracker):
         return [item for item in (self.attrs or {}).values() if item is not _DELETED]
 
     def replay_records(self, cg) -> list:
-        """`setattr`/`delattr` per pending attribute write, in write order."""
-        return [_attr_record(cg, self.source, name, value) for name, value in self.attrs.items()]
+        """`setattr`/`delattr` per pending attribute write, in write order; through
+        `object.__setattr__`/`object.__delattr__` when the class has its own hooks (written in
+        Python: the trace ran them, and recorded the generic write they ended in)."""
+        cls = type(self.value)
+        generic = cls.__setattr__ is not object.__setattr__ or cls.__delattr__ is not object.__delattr__
+        real = _instance_dict(self.value) or {}
+        return [_attr_record(cg, self.source, name, value, generic) for name, value in self.attrs.items()
+                if not _deletes_nothing(self.attrs, real, name, value)]
 
     def replayed_values(self):
         return [v for v in self.attrs.values() if v is not _DELETED]
@@ -319,9 +334,35 @@ class UserObjectVariable(VariableTracker):
         return f"{what} of type {type(self.value).__qualname__}"
 
 
-def _attr_record(cg, source, name, value) -> tuple:
+def _deletes_nothing(attrs: dict, real: dict, name, value) -> bool:
+    """Whether pending write `name -> value` is a delete of an attribute the real object no
+    longer has when the replay reaches it: one the trace added and deleted again (absent
+    from the real `__dict__`, or deleted first by its `(DELETE_FIRST, name)` record)."""
+    return value is _DELETED and not isinstance(name, tuple) and (name not in real or (DELETE_FIRST, name) in attrs)
+
+
+def _python_or_generic(hook, generic) -> bool:
+    return hook is generic or isinstance(hook, types.FunctionType)
+
+
+def _attr_record(cg, source, name, value, generic: bool = False) -> tuple:
     if isinstance(name, tuple):  # (DELETE_FIRST, name): a delete before re-adding `name`
         name = name[1]
+    if generic:  # object.__setattr__(obj, name, value) / object.__delattr__(obj, name), result dropped
+        hook = object.__delattr__ if value is _DELETED else object.__setattr__
+
+        def push_generic():
+            cg.push_null()
+            cg.load_const(hook)
+            source.reconstruct(cg)
+            cg.load_const(name)
+            if value is not _DELETED:
+                cg.reconstruct(value)
+
+        def call_generic():
+            cg.call(2 if value is _DELETED else 3)
+            cg.pop_top()
+        return push_generic, call_generic
     if value is _DELETED:
         return (lambda: source.reconstruct(cg)), (lambda: cg.delete_attr(name))
 

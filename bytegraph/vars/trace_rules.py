@@ -9,7 +9,9 @@
   `vars/torch_functions.py::SPECIAL`: grad mode, RNG state, `torch.Size`, folded state
   queries...; `vars/environ.py`: reads of `os.environ`;
   `vars/typing_forms.py`: `typing.get_origin`/`get_args` folded on constants;
-  `vars/autograd_function.py`: `Function.apply` of a custom autograd.Function);
+  `vars/autograd_function.py`: `Function.apply` of a custom autograd.Function;
+  `vars/made_modules.py`: `nn.Module.__init__` while a module made in the trace is checked;
+  `vars/numpy_calls.py`: numpy's scalar types, folded on constant data);
 - POLYFILL: a C function with a Python stand-in (`vars/polyfills/`), inlined in its place;
 - INLINE: a Python function, whose bytecode is inlined;
 - HIGHER_ORDER: a higher-order op (`torch.cond`, `map`, `wrap`, `checkpoint`) whose
@@ -41,6 +43,8 @@ from . import context_vars, counter, dataclass_fields, deque, keyed_dicts, loggi
 from .environ import ENVIRON_READS
 from .typing_forms import FOLDS as TYPING_FOLDS
 from .autograd_function import APPLY as AUTOGRAD_APPLY
+from .made_modules import MODULE_INIT
+from .numpy_calls import SCALAR_TYPES as NUMPY_SCALAR_TYPES
 from .hops import HIGHER_ORDER_OPS
 from .builtins import HANDLERS, BuiltinVariable
 from .polyfills import POLYFILLS, PolyfillVariable
@@ -90,6 +94,10 @@ def _table() -> dict:
         ((fn, Rule(Kind.BUILTIN, "a custom autograd.Function applied where no gradient flows: forward traced "
                                  "in place (vars/autograd_function.py)", tracker))
          for fn, tracker in AUTOGRAD_APPLY.items()),
+        ((fn, Rule(Kind.BUILTIN, "nn.Module.__init__ in the traced construction of a module made in the trace "
+                                 "(vars/made_modules.py)", tracker)) for fn, tracker in MODULE_INIT.items()),
+        ((fn, Rule(Kind.BUILTIN, "a numpy scalar type: folded on constant data (vars/numpy_calls.py)", tracker))
+         for fn, tracker in NUMPY_SCALAR_TYPES.items()),
     )
     rules: dict = {}
     for table in tables:
