@@ -13,7 +13,7 @@ import torch.nn as nn
 from torch.autograd.function import once_differentiable
 
 import bytegraph
-from helpers import CompileCounter, check
+from helpers import CompileCounter, check, check_sequence
 
 APPLY_OP = torch.ops.higher_order.autograd_function_apply
 BACKENDS = [None, "aot_eager"]  # None: check's counting backend, which runs the graph as it is
@@ -457,3 +457,64 @@ def test_a_ctx_attribute_holding_an_object_falls_back():
     check(fn, torch.randn(3, requires_grad=True))
     reasons = _reasons(fn, torch.randn(3, requires_grad=True))
     assert any("KeepsObject" in r and "ctx.holder" in r for r in reasons), reasons
+
+
+class LinearFunction(torch.autograd.Function):
+    """The custom linear layer of torch's "Extending torch.autograd" tutorial."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        ctx.save_for_backward(x, weight)
+        return x @ weight.t() + bias
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight = ctx.saved_tensors
+        return g @ weight, g.t() @ x, g.sum(0)
+
+
+class CustomLinear(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(4, 3))
+        self.bias = nn.Parameter(torch.randn(4))
+
+    def forward(self, x):
+        return LinearFunction.apply(x, self.weight, self.bias)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_parameters_passed_to_apply_get_the_users_gradients(backend):
+    layer = CustomLinear()
+
+    def fwd(x):
+        return layer(x).relu()
+
+    check(fwd, torch.randn(2, 3, requires_grad=True), backend=backend, fullgraph=True)
+    x = torch.randn(2, 3)
+    layer.zero_grad()
+    layer(x).relu().sum().backward()
+    expected = layer.weight.grad.clone(), layer.bias.grad.clone()
+    layer.zero_grad()
+    bytegraph.reset()
+    bytegraph.compile(fwd, backend=backend or "eager", fullgraph=True)(x).sum().backward()
+    torch.testing.assert_close((layer.weight.grad, layer.bias.grad), expected)
+
+
+def test_inside_checkpoint_and_cond_bodies():
+    layer = CustomLinear()
+
+    def fn(x):
+        a = torch.utils.checkpoint.checkpoint(lambda t: layer(t).sin(), x, use_reentrant=False)
+        b = torch.cond(x.sum() > 0, lambda t: layer(t), lambda t: t @ layer.weight.t(), (x,))
+        return a + b
+
+    check(fn, torch.randn(2, 3, requires_grad=True), graphs=1, fullgraph=True)
+
+
+def test_dynamic_shapes():
+    def fn(x):
+        return SavedAndAttr.apply(x * 2, 0.5) + TwoOutputs.apply(x, x.t())[0].sum()
+
+    result = check_sequence(fn, [(torch.randn(n, 3, requires_grad=True),) for n in (2, 3, 5)])
+    assert result.counter.frame_count == 2  # the first shape, then one graph for every size

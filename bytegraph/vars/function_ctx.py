@@ -27,23 +27,22 @@ class FunctionCtxVariable(VariableTracker):
     _NO_OPS = frozenset({"save_for_forward"})
     _METHODS = _NO_OPS | {"save_for_backward", "mark_dirty", "mark_non_differentiable", "set_materialize_grads"}
 
-    def __init__(self, ctx_type: type, needs_input_grad: tuple):
+    def __init__(self, ctx_type: type, needs_input_grad: tuple, saved: list | None = None,
+                 attrs: dict | None = None, in_backward: bool = False):
         super().__init__()
         self.ctx_type = ctx_type  # the Function's `_backward_cls`, as in eager
         self.needs_input_grad = needs_input_grad
-        self.attrs: dict = {}
-        self.saved: list = []
+        self.attrs: dict = {} if attrs is None else attrs
+        self.saved: list = [] if saved is None else saved
         self.dirty: list = []
         self.non_differentiable: list = []
         self.materialize_grads = True
-        self.in_backward = False
+        self.in_backward = in_backward
 
     @classmethod
     def for_backward(cls, forward_ctx: "FunctionCtxVariable", saved: list, attrs: dict) -> "FunctionCtxVariable":
         """The ctx `backward` receives: `forward_ctx`'s, with `saved` and `attrs` as the backward sees them."""
-        ctx = cls(forward_ctx.ctx_type, forward_ctx.needs_input_grad)
-        ctx.saved, ctx.attrs, ctx.in_backward = saved, attrs, True
-        return ctx
+        return cls(forward_ctx.ctx_type, forward_ctx.needs_input_grad, saved, attrs, in_backward=True)
 
     def python_type(self) -> type:
         return self.ctx_type
