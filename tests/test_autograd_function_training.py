@@ -518,3 +518,63 @@ def test_dynamic_shapes():
 
     result = check_sequence(fn, [(torch.randn(n, 3, requires_grad=True),) for n in (2, 3, 5)])
     assert result.counter.frame_count == 2  # the first shape, then one graph for every size
+
+
+def test_a_module_from_outside_kept_on_ctx():
+    lin = nn.Linear(3, 3)
+
+    class KeepsModule(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, mod):
+            ctx.mod = mod
+            return mod(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g @ ctx.mod.weight * 2, None
+
+    def fn(x):
+        return KeepsModule.apply(x, lin).relu()
+
+    check(fn, torch.randn(2, 3, requires_grad=True), graphs=1, fullgraph=True)
+    check(fn, torch.randn(2, 3, requires_grad=True), backend="aot_eager", fullgraph=True)
+
+
+def test_saved_none_and_nested_tensor_attributes():
+    class Nested(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x, None)
+            ctx.pair = (x * 2, [x + 1, 3])
+            return x * 3
+
+        @staticmethod
+        def backward(ctx, g):
+            x, none = ctx.saved_tensors
+            a, (b, c) = ctx.pair
+            return g * a * b * c + x + (none is None)
+
+    def fn(x):
+        return Nested.apply(x) + 1
+
+    check(fn, torch.randn(3, requires_grad=True), graphs=1, fullgraph=True)
+
+
+def test_a_write_to_ctx_in_backward_falls_back():
+    class CountsBackward(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.calls = 0
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            ctx.calls += 1
+            return g * ctx.calls
+
+    def fn(x):
+        return CountsBackward.apply(x) + 1
+
+    check(fn, torch.randn(3, requires_grad=True))
+    reasons = _reasons(fn, torch.randn(3, requires_grad=True))
+    assert any("CountsBackward" in r and "the backward of" in r for r in reasons), reasons

@@ -31,8 +31,9 @@ Anything else is a graph break naming the Function (the apply then runs eagerly,
 user's backward): a backward or forward that cannot be traced or has effects (a print, a
 global write, a write to an outer object), keyword arguments, `once_differentiable`
 (eager refuses a double backward through it), `set_materialize_grads(False)`, `mark_dirty`,
-an output that is not a tensor or a constant, a ctx attribute that is neither constant nor
-a structure of tensors, a backward reading a forward value it was not given through ctx.
+an output that is not a tensor or a constant, a ctx attribute that is neither a constant, an
+object from outside nor a structure of tensors, a backward reading a forward value it was not
+given through ctx.
 """
 from __future__ import annotations
 
@@ -76,7 +77,7 @@ class _Forward:
         self.item_specs: tuple = ()
         self.non_differentiable: list = []  # indices among the output tensors
         self.attr_specs: dict = {}          # name -> pytree spec of a tensor-holding attribute
-        self.constant_attrs: dict = {}      # name -> tracker of a constant attribute
+        self.constant_attrs: dict = {}      # name -> tracker of a constant or outside attribute
 
     def arguments(self, placeholders):
         self.inputs = list(placeholders)
@@ -110,8 +111,8 @@ class _Forward:
                                category="higher-order op")
         attr_leaves = []
         for name, vt in ctx.attrs.items():
-            if vt.is_python_constant():
-                self.constant_attrs[name] = vt
+            if vt.is_python_constant() or (vt.source is not None and not vt.is_tensor):
+                self.constant_attrs[name] = vt  # a constant, or an object from outside (the body cannot write it)
                 continue
             leaves, self.attr_specs[name] = flatten(tx, vt, f"ctx.{name} (set by the forward of {op})",
                                                     constants=True)
