@@ -578,3 +578,27 @@ def test_a_write_to_ctx_in_backward_falls_back():
     check(fn, torch.randn(3, requires_grad=True))
     reasons = _reasons(fn, torch.randn(3, requires_grad=True))
     assert any("CountsBackward" in r and "the backward of" in r for r in reasons), reasons
+
+
+def test_saved_tensors_require_grad_as_eagers():
+    """In backward, a saved input requires grad as the input does, a saved output does (its
+    grad_fn is the Function's node), an intermediate does not."""
+
+    class SavesOutput(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(x, y)
+            ctx.mid = x * 2
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            x, y = ctx.saved_tensors
+            return g * y * (2 if y.requires_grad else 3) * (5 if x.requires_grad else 7) * (
+                11 if ctx.mid.requires_grad else 13)
+
+    def fn(x):
+        return SavesOutput.apply(x + 0), SavesOutput.apply(x)
+
+    check(fn, torch.randn(3, requires_grad=True), graphs=1, fullgraph=True)

@@ -43,8 +43,8 @@ from torch.autograd.function import once_differentiable
 from ..constant import ConstantVariable
 from ..containers import TupleVariable
 from ..function_ctx import FunctionCtxVariable, wrap_outputs
-from .body import (TENSOR, body_graph, describe_spec, emit, flatten, fresh_fake, lifted_union, speculate, trace_body,
-                   unflatten)
+from .body import (TENSOR, body_graph, describe_spec, differentiable, emit, flatten, fresh_fake, lifted_union,
+                   speculate, trace_body, unflatten)
 
 FUNCTION_APPLY_OP = torch.ops.higher_order.autograd_function_apply
 _ONCE_DIFFERENTIABLE = once_differentiable(lambda ctx: None).__code__
@@ -147,7 +147,8 @@ def _capture(tx, cls_vt, cls, op: str, args: list, needs: tuple):
         ctx = FunctionCtxVariable.for_backward(forward.ctx, saved_vts, attrs)
         return [ctx, *[next(grads) if s == TENSOR else ConstantVariable(None) for s in forward.item_specs]], {}
 
-    examples = [fresh_fake(e, False) for e in fwd.examples[:n_out]] + fwd.examples[n_out:]
+    examples = [fresh_fake(e, False) for e in fwd.examples[:n_out]] + [
+        _saved_example(fwd, n_out, i, forward.non_differentiable) for i in range(n_out, len(fwd.outputs))]
     backward_fn = cls_vt.var_getattr(tx, "backward")
     with output.grad_mode_set_by_caller(False):
         bwd = trace_body(tx, backward_fn, f"the backward of {op}", examples, backward_arguments, constants=True)
@@ -176,6 +177,16 @@ def _capture(tx, cls_vt, cls, op: str, args: list, needs: tuple):
     graph = output.graph
     node_args = (graph.get_attr(fwd_name), graph.get_attr(bwd_name), *operands)
     return emit(tx, FUNCTION_APPLY_OP, node_args, examples, out_spec, kwargs=kwargs)
+
+
+def _saved_example(fwd, n_out: int, i: int, non_differentiable: list):
+    """The fake value the backward sees for saved value `i` of `fwd`: as eager's
+    `saved_tensors`, an output comes back requiring grad (its grad_fn is the Function's node)."""
+    example = fwd.examples[i]
+    is_output = any(fwd.outputs[j] is fwd.outputs[i] and j not in non_differentiable for j in range(n_out))
+    if is_output and differentiable(example) and not example.requires_grad:
+        return example.detach().requires_grad_()
+    return example
 
 
 def _gradients(tx, op: str, bwd, args: list) -> list:
