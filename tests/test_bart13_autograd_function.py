@@ -1,8 +1,8 @@
 """Custom `torch.autograd.Function`s applied where no gradient flows (grad mode off, or no
 tensor argument requires grad): `forward` is traced in place with a trace-time ctx
 (`vars/autograd_function.py`), under grad mode off as eager runs it; an input returned
-unchanged is a new view of it, a dirty one is itself. Where a gradient flows the call is a
-graph break naming the Function, and the user's backward runs (gradients equal eager's)."""
+unchanged is a new view of it, a dirty one is itself. Where a gradient flows, forward and
+backward are captured as one op (tests/test_autograd_function_training.py)."""
 import pytest
 import torch
 
@@ -135,14 +135,12 @@ def test_a_dirty_input_is_returned_itself():
     check(fn, torch.randn(3), graphs=1, fullgraph=True)
 
 
-def test_where_a_gradient_flows_the_call_breaks_and_the_users_backward_runs():
+def test_where_a_gradient_flows_the_users_backward_runs_in_one_graph():
     def fn(x):
         return GeLU.apply(x * 2) + 1
 
-    check(fn, torch.randn(4, requires_grad=True))  # grads: GeLU.backward's 3 * x, not gelu's
-    out = bytegraph.explain(fn, torch.randn(4, requires_grad=True))
-    assert any("autograd.Function GeLU applied to tensors that require grad" in b.reason
-               for b in out.break_reasons), [b.reason for b in out.break_reasons]
+    # grads: GeLU.backward's 3 * x, not gelu's (tests/test_autograd_function_training.py)
+    check(fn, torch.randn(4, requires_grad=True), graphs=1, fullgraph=True)
 
 
 class WithSetup(torch.autograd.Function):

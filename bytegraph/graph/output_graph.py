@@ -329,6 +329,20 @@ class OutputGraph:
             self.grad_enabled = mode
             torch._C._set_grad_enabled(mode)
 
+    @contextlib.contextmanager
+    def grad_mode_set_by_caller(self, mode: bool):
+        """Trace this block in grad mode `mode` without recording the switch: for the body of
+        an op that runs it in that mode itself (autograd runs a custom Function's forward
+        with grad off, its backward in the mode of the backward pass)."""
+        prior = self.grad_enabled
+        self.grad_enabled = mode
+        torch._C._set_grad_enabled(mode)
+        try:
+            yield
+        finally:
+            self.grad_enabled = prior
+            torch._C._set_grad_enabled(prior)
+
     def call_op(self, kind: str, target, args: list, kwargs: dict) -> VariableTracker:
         tx = self.current_tx
         written = _written(kind, target, args, kwargs)

@@ -91,8 +91,9 @@ def _table() -> dict:
          for fn, tracker in ENVIRON_READS.items()),
         ((fn, Rule(Kind.BUILTIN, "a pure query of a type annotation: folded on constant arguments "
                                  "(vars/typing_forms.py)", tracker)) for fn, tracker in TYPING_FOLDS.items()),
-        ((fn, Rule(Kind.BUILTIN, "a custom autograd.Function applied where no gradient flows: forward traced "
-                                 "in place (vars/autograd_function.py)", tracker))
+        ((fn, Rule(Kind.BUILTIN, "a custom autograd.Function applied: forward and backward traced into "
+                                 "autograd_function_apply where a gradient flows, forward traced in place where "
+                                 "none does (vars/autograd_function.py)", tracker))
          for fn, tracker in AUTOGRAD_APPLY.items()),
         ((fn, Rule(Kind.BUILTIN, "nn.Module.__init__ in the traced construction of a module made in the trace "
                                  "(vars/made_modules.py)", tracker)) for fn, tracker in MODULE_INIT.items()),

@@ -44,7 +44,11 @@ def _bert():
     return transformers.BertForMaskedLM(transformers.BertConfig(**TINY))
 
 
-LMS = {"gpt2": _gpt2, "llama": _llama, "bert": _bert}
+def _bloom():  # in train mode its GeLU is a custom autograd.Function (one autograd_function_apply per layer)
+    return transformers.BloomForCausalLM(transformers.BloomConfig(n_layer=2, n_head=4, hidden_size=32, vocab_size=99))
+
+
+LMS = {"gpt2": _gpt2, "llama": _llama, "bert": _bert, "bloom": _bloom}
 
 
 def _fresh(name):
@@ -81,7 +85,7 @@ def _assert_same_step(name, compile_target, fullgraph=True, **inputs):
     return counter
 
 
-@pytest.mark.parametrize("name", ["gpt2", "llama"])
+@pytest.mark.parametrize("name", ["gpt2", "llama", "bloom"])
 def test_training_step_one_graph(name):
     counter = _assert_same_step(name, lambda m: m)
     assert counter.frame_count == 1

@@ -198,10 +198,10 @@ def speculate(tx, op: str, trace):
     return result
 
 
-def emit(tx, target, args: tuple, examples: list, spec, kind: str = "call_function"):
+def emit(tx, target, args: tuple, examples: list, spec, kind: str = "call_function", kwargs: dict | None = None):
     """Add the op's node (returning a tuple of tensors with fake values `examples`) and
     return the tracker of its result, shaped as `spec`."""
-    node = tx.output.add_node(kind, target, args)
+    node = tx.output.add_node(kind, target, args, kwargs)
     node.meta["example_value"] = tuple(examples)
     node.meta["bg_frames"] = tx.frames()
     leaves = []
