@@ -200,10 +200,17 @@ class DictObjectVariable(NewObjectVariable):
         return self.dict_part.truth(tx)
 
     def as_kwargs(self, tx) -> dict:
-        if any(self._overrides(name) for name in ("keys", "__getitem__", "__iter__")):
-            tx.unsupported(f"** unpacking of {self.describe()}, whose class overrides keys/__getitem__/__iter__",
-                           category="unsupported call")
-        return self.dict_part.as_kwargs(tx)
+        """`**obj` as CPython's dict merge does it: the dict's own items when the class keeps
+        dict's `__iter__`, else `obj[k]` for each `k` of `obj.keys()` (OrderedDict subclasses
+        such as transformers' ModelOutput: their `__getitem__` runs)."""
+        if type(self.value).__iter__ is dict.__iter__:
+            return self.dict_part.as_kwargs(tx)
+        kwargs = {}
+        for key in self.call_method(tx, "keys", [], {}).unpack(tx):
+            if not key.is_python_constant() or type(key.as_python_constant()) is not str:
+                tx.raise_user_error(TypeError("keywords must be strings"))
+            kwargs[key.as_python_constant()] = self.call_method(tx, "__getitem__", [key], {})
+        return kwargs
 
     def children(self):
         return [*super().children(), self.dict_part]

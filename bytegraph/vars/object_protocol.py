@@ -13,6 +13,8 @@ from __future__ import annotations
 import builtins
 import operator
 
+import torch
+
 from .constant import ConstantVariable
 
 
@@ -49,8 +51,14 @@ def generic_contains(tx, container, item):
 
 def generic_fx_arg(tx, vt):
     if vt.is_python_constant():
-        return vt.as_python_constant()
+        value = vt.as_python_constant()
+        # torch's argument parser reads a Python number type as a dtype (`dtype=float` is
+        # float64); FX code cannot spell the class, so the node gets the dtype it stands for
+        return _PYTHON_TYPE_DTYPES.get(value, value) if type(value) is type else value
     tx.unsupported(f"passing {vt.describe()} to a torch op", category="unsupported op argument")
+
+
+_PYTHON_TYPE_DTYPES = {int: torch.int64, float: torch.float64, bool: torch.bool, complex: torch.complex128}
 
 
 def real_hasattr(tx, vt, real, name: str) -> bool:
