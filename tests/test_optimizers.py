@@ -62,3 +62,16 @@ def test_step_without_fullgraph_matches_eager(cls, kwargs, foreach):
     bytegraph.reset()
     _train(m2, o2, bytegraph.compile(o2.step, backend=CompileCounter()), x)
     _assert_same(m1, o1, m2, o2)
+
+
+def test_step_one_graph_once_torch_dynamo_is_imported():
+    """Importing torch._dynamo (a user's torch.compile elsewhere) makes torch.optim's
+    `_disable_dynamo` helpers real `torch._dynamo.disable` wrappers: they are traced through."""
+    import torch._dynamo  # noqa: F401  (the reference system; bytegraph never imports it)
+
+    param = torch.nn.Parameter(torch.randn(4))
+    expected = param.detach() - 0.1 * torch.ones(4)
+    opt = torch.optim.SGD([param], lr=0.1)
+    param.grad = torch.ones(4)
+    bytegraph.compile(opt.step, fullgraph=True)()
+    torch.testing.assert_close(param.detach(), expected)

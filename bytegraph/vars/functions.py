@@ -664,6 +664,12 @@ def build_function(tx, value, source, do_guard: bool) -> VariableTracker:
     if original is not None:  # a function compiled by bytegraph: its original is traced
         guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
         return UserFunctionVariable(original, None)
+    original = getattr(value, "_torchdynamo_orig_callable", None)
+    if getattr(value, "_torchdynamo_disable", False) and type(original) is types.FunctionType:
+        # `torch._dynamo.disable(f)` (torch.optim wraps helpers so once torch._dynamo is
+        # imported): the wrapper only switches torch.compile's frame hook, so `f` is traced
+        guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
+        return UserFunctionVariable(original, None)
     # Code and globals, not identity: a lambda made anew per call is the same program;
     # its defaults and closure contents are guarded where the trace reads them.
     guard(tx, do_guard, GuardKind.FUNCTION_MATCH, source, value)
