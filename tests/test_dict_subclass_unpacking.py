@@ -54,3 +54,20 @@ def test_unpacking_a_duplicate_keyword_raises_as_eager():
         return _sink(hidden=x, **out)
 
     check(fn, torch.randn(3))
+
+
+_KEYS_CALLS = []
+
+
+class CountingKeys(collections.OrderedDict):
+    def keys(self):
+        _KEYS_CALLS.append(len(self))
+        return super().keys()
+
+
+def test_unpacking_next_to_keywords_calls_keys_once():
+    def fn(x):
+        out = CountingKeys(a=x + 1, b=2)
+        return _sink(c=1, **out)
+
+    check(fn, torch.randn(3), graphs=1, fullgraph=True, setup=_KEYS_CALLS.clear, state=lambda: list(_KEYS_CALLS))

@@ -67,10 +67,11 @@ class BuildOps:
     def DICT_MERGE(self, inst):
         other = self.stack.pop()
         target = self.stack[-inst.arg]
-        for key in other.as_kwargs(self):
+        kwargs = other.as_kwargs(self)  # once: a class's own keys/__getitem__ run once, as eagerly
+        for key in kwargs:
             if key in target.items:
                 self.raise_user_error(TypeError(f"got multiple values for keyword argument '{key}'"))
-        target.call_method(self, "update", [other], {})
+        target.call_method(self, "update", [DictVariable(kwargs)], {})
 
     def LIST_TO_TUPLE(self, inst):
         self.stack.append(TupleVariable(self.stack.pop().items))
