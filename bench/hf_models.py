@@ -186,6 +186,14 @@ def reference_explain(model, *args, **kwargs):
     return torch._dynamo.explain(model)(*args, **kwargs)
 
 
+def reference_outputs(model, *args, **kwargs):
+    """`model(*args, **kwargs)` under a fresh `torch.compile(backend="eager")`, to compare with eager's."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    return torch.compile(model, backend="eager")(*args, **kwargs)
+
+
 def _run_reference(model, inputs):
     explained = reference_explain(model, **inputs)
     ops = sum(len(ops) for ops in explained.ops_per_graph)

@@ -106,3 +106,19 @@ def test_merge_orders_newest_transformers_first_then_torch_nn():
     doc = sweep.merge("", {t: f"## {t}\n" for t in ["torch.nn", "transformers 5.9.0", "transformers 5.24.0"]})
     titles = [line[3:] for line in doc.splitlines() if line.startswith("## ")]
     assert titles == ["transformers 5.24.0", "transformers 5.9.0", "torch.nn"]
+
+
+def test_one_graph_needs_outputs_equal_to_eagers_for_both_systems():
+    counts = dict(bg_graphs=1, bg_breaks=0, bg_eager_frames=0, tc_graphs=1, tc_breaks=0)
+    both_right = sweep.Row("a", bg_correct=True, tc_correct=True, **counts)
+    both_differ = sweep.Row("b", bg_correct=False, bg_same_as_tc=True, tc_correct=False, **counts)
+    before_tc_was_compared = sweep.Row("c", bg_correct=True, **counts)
+    assert both_right.bg_one_graph and both_right.tc_one_graph
+    assert not both_differ.bg_one_graph and not both_differ.tc_one_graph
+    assert before_tc_was_compared.tc_one_graph
+    table_row = sweep.row_markdown(both_differ)
+    assert "| as tc | 1 | 0 |" in table_row and "| **NO** | 1 | 0 |" in table_row
+    assert table_row.count("|") == sweep.TABLE_HEAD.splitlines()[0].count("|")
+    summary = sweep.section("t", [both_right, both_differ])
+    assert "one graph: bytegraph **1**, torch.compile **1**" in summary
+    assert "differing from eager 1, of which equal to torch.compile's outputs 1" in summary
