@@ -359,3 +359,28 @@ def test_each_field_captures_its_own_kind(monkeypatch):
     monkeypatch.setattr(config, "capture_dynamic_output_shape_ops", True)
     out = bytegraph.explain(_item_and_mask, torch.tensor([1.0, -2.0, 3.0]))
     assert len(out.break_reasons) == 1 and "capture_scalar_outputs" in out.break_reasons[0].hint
+
+
+# ---------------------------------------------------------------------------- a bound C method across a break
+
+
+def _index_copy_masked(g, t, m, i):
+    g.index_copy_(0, i, t[m])  # `g.index_copy_` is on the stack when `t[m]` breaks
+    return g * 2
+
+
+_INDEX_COPY_ARGS = (torch.zeros(4, dtype=torch.long), torch.arange(4), torch.arange(4) > 1, torch.tensor([0, 2]))
+
+
+def test_a_tensor_method_left_on_the_stack_at_a_break_is_the_tensor_op():
+    """nn.AdaptiveLogSoftmaxWithLoss's `gather_inds.index_copy_(0, rows, target[mask])`: the bound
+    `index_copy_` crosses the mask's break into the resume function, where it is `g`'s method (a
+    graph op), not an unknown C function."""
+    check(_index_copy_masked, *_INDEX_COPY_ARGS, graphs=1)
+    out = bytegraph.explain(_index_copy_masked, *clone_inputs(_INDEX_COPY_ARGS))
+    assert [b.category for b in out.break_reasons] == ["data-dependent"], out.break_reasons
+    assert any("index_copy_" in str(g.code) for g in out.graphs), [g.code for g in out.graphs]
+
+
+def test_index_copy_of_a_masked_source_is_one_graph(capture):
+    check(_index_copy_masked, *_INDEX_COPY_ARGS, fullgraph=True, graphs=1)
