@@ -177,3 +177,36 @@ def test_op_without_meta_kernel_is_a_break_naming_it():
     check(fn, torch.randn(3), graphs=2)
     reasons = [b.reason for b in bytegraph.explain(fn)(torch.randn(3)).break_reasons]
     assert any("bg_rule_test.eager_only" in r and "fake" in r for r in reasons), reasons
+
+
+# A Python function of torch (torch.overrides lists it: one graph op when its arguments are
+# tensors and constants) given an argument no node can take is traced as Python: its body calls it.
+def _triplet_with_module(a, p, n):
+    return F.triplet_margin_with_distance_loss(a, p, n, distance_function=torch.nn.PairwiseDistance())
+
+
+def _triplet_with_function(a, p, n):
+    return F.triplet_margin_with_distance_loss(a, p, n, distance_function=lambda x, y: (x - y).abs().sum(-1),
+                                               margin=0.5, swap=True)
+
+
+_TRIPLET = torch.nn.TripletMarginWithDistanceLoss(distance_function=torch.nn.PairwiseDistance())
+
+
+def _triplet_module(a, p, n):
+    return _TRIPLET(a, p, n)  # the module's forward passes its self.distance_function
+
+
+@pytest.mark.parametrize("fn", [_triplet_with_module, _triplet_with_function, _triplet_module],
+                         ids=["module", "lambda", "nn-module"])
+def test_python_torch_function_given_a_callable_is_inlined(fn):
+    args = (torch.randn(3, 5), torch.randn(3, 5), torch.randn(3, 5))
+    result = check(fn, *args, fullgraph=True, graphs=1)
+    targets = [getattr(t, "__name__", str(t)) for t in result.counter.ops()]
+    assert "triplet_margin_with_distance_loss" not in targets, targets
+
+
+def test_python_torch_function_of_tensors_and_constants_stays_one_op():
+    result = check(lambda a, p, n: F.triplet_margin_with_distance_loss(a, p, n, margin=0.5),
+                   torch.randn(3, 5), torch.randn(3, 5), torch.randn(3, 5), fullgraph=True, graphs=1)
+    assert F.triplet_margin_with_distance_loss in result.counter.ops(), result.counter.ops()

@@ -10,6 +10,7 @@ trace time: it breaks the graph. `GRAPH_OPS` and `SPECIAL` are data of `vars/tra
 from __future__ import annotations
 
 import functools
+import types
 import typing
 
 import torch
@@ -20,6 +21,7 @@ from .base import CallableValueVariable, VariableTracker
 from ..guards.guard import GuardKind
 from ..guards.sources import AttrSource
 from .constant import ConstantVariable
+from .functions import UserFunctionVariable
 from .registry import guard, register
 from .tensor_scalar_args import rewrite_function
 from .autocast import SPECIAL as AUTOCAST_SPECIAL, state_query
@@ -40,9 +42,21 @@ def _graph_ops() -> frozenset:
 GRAPH_OPS = _graph_ops()
 
 
+def _op_argument(vt) -> bool:
+    """Whether `vt` can be an argument of a graph node run on fake tensors: a tensor, a symbolic
+    or constant value, or a list/tuple of them."""
+    if vt.is_tensor or vt.is_symbolic() or vt.is_python_constant():
+        return True
+    items = vt.sequence_items()
+    return items is not None and all(_op_argument(i) for i in items)
+
+
 class TorchFunctionVariable(CallableValueVariable):
     """A torch op: calling it adds a `call_function` node (a custom op's node calls its
-    `OpOverload`); a custom op without a fake kernel breaks the graph."""
+    `OpOverload`); a custom op without a fake kernel breaks the graph. A Python function of
+    torch (`torch.nn.functional.*`, not a C op) given an argument no node can take (a module
+    or function as `triplet_margin_with_distance_loss`'s `distance_function`, an object) is
+    traced as Python instead: its body calls that argument."""
 
     __slots__ = ()
 
@@ -50,6 +64,8 @@ class TorchFunctionVariable(CallableValueVariable):
         rewritten = rewrite_function(tx, self.fn, args, kwargs)
         if rewritten is not None:
             return rewritten
+        if type(self.fn) is types.FunctionType and not all(_op_argument(a) for a in (*args, *kwargs.values())):
+            return tx.inline_call(UserFunctionVariable(self.fn, self.source), args, kwargs)
         missing = missing_fake_kernel(self.fn)
         if missing is not None:
             tx.unsupported(f"{op_name(self.fn)}(): {missing}", category="unsupported op",
