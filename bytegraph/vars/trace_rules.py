@@ -17,7 +17,8 @@
 - HIGHER_ORDER: a higher-order op (`torch.cond`, `map`, `wrap`, `checkpoint`) whose
   callable arguments are traced as subgraphs (`vars/hops/`);
 - BREAK: a call is a graph break; the rule says why and how to avoid it (a Python function
-  of a module that does I/O or keeps global state, a C function nothing models).
+  of a module that does I/O or keeps global state, a C function of `KNOWN_BREAKS` such as
+  `warnings.warn`, a C function nothing models).
 None: not a callable the rules decide (a class outside the tables, a bound method, a
 partial, an object with `__call__`); the tracker of the value's kind decides.
 
@@ -37,6 +38,7 @@ from __future__ import annotations
 import enum
 import functools
 import types
+import warnings
 from dataclasses import dataclass
 
 from . import context_vars, counter, dataclass_fields, deque, keyed_dicts, logging_calls, mappings, namedtuples, polyfills, signatures  # noqa: F401  (their HANDLERS entries)
@@ -72,6 +74,18 @@ class Rule:
     hint: str = ""  # BREAK: how to avoid the break
 
 
+# C functions whose calls stay graph breaks, each with why (the call runs eagerly at the break).
+_WARN_REASON = (
+    "it warns through the warnings machinery, whose filters can turn the warning into an exception "
+    "raised at the call: a replay after the graph would raise it after the graph's effects, and no "
+    "guard watches `warnings.filters`")
+KNOWN_BREAKS = {
+    warnings.warn: _WARN_REASON,
+    warnings.warn_explicit: _WARN_REASON,
+}
+_WARN_HINT = "warn outside the compiled function, or test the condition there"
+
+
 def _table() -> dict:
     """Every table entry as a rule; where one callable is in two tables, the earlier wins."""
     tables = (
@@ -99,6 +113,8 @@ def _table() -> dict:
                                  "(vars/made_modules.py)", tracker)) for fn, tracker in MODULE_INIT.items()),
         ((fn, Rule(Kind.BUILTIN, "a numpy scalar type: folded on constant data (vars/numpy_calls.py)", tracker))
          for fn, tracker in NUMPY_SCALAR_TYPES.items()),
+        ((fn, Rule(Kind.BREAK, f"warnings.{fn.__name__}(): {why}", category="unsupported call", hint=_WARN_HINT))
+         for fn, why in KNOWN_BREAKS.items()),
     )
     rules: dict = {}
     for table in tables:
