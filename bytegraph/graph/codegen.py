@@ -181,12 +181,16 @@ class PyCodegen:
                     self.store_fast(name)
                     self.source_locals[prefix] = name
 
+    def load_graph_output(self, index: int) -> None:
+        """`__bg_graph_out[index]`."""
+        self.load_fast(GRAPH_OUT)
+        self.load_const(index)
+        self.binary_subscr()
+
     def reconstruct(self, vt) -> None:
         index = self.graph_outputs.get(id(vt))
         if index is not None:
-            self.load_fast(GRAPH_OUT)
-            self.load_const(index)
-            self.binary_subscr()
+            self.load_graph_output(index)
             return
         if vt.built_once():
             # Note [Side-effect replay]: a value made during tracing is built once, so

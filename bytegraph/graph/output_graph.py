@@ -37,7 +37,7 @@ from .. import config
 from ..errors import UserCodeRaisesError
 from ..guards.guard import Guard, GuardKind, TensorSpec
 from ..guards.sources import ObjectSource, SizeSource
-from ..vars import autocast
+from ..vars import autocast, requires_grad
 from ..vars.base import VariableTracker
 from ..vars.builder import wrap_op_result
 from ..vars.containers import NamedTupleVariable, TupleVariable
@@ -78,6 +78,7 @@ class OutputGraph:
         self.open_generators: list = []  # generators suspended inside try/with (translate/generators.py)
         self.generator_holders: dict = {}  # id(open generator) -> its last witness (translate/generators.py)
         self.intermediate_hooks = None  # the slot of hooks on graph tensors (vars/intermediate_hooks.py)
+        self.grad_flags: dict = {}  # id(fake) -> fake whose requires_grad the trace set (vars/requires_grad.py)
         self.contexts: list = []  # the contextvars Contexts being run, innermost last (vars/context_vars.py)
         self._unguarded: set = set()  # sources of inputs the residual code makes (never guarded)
         self.root_graph = self.graph
@@ -353,6 +354,8 @@ class OutputGraph:
         fake_args = tuple([_example_of(a) for a in fx_args])
         fake_kwargs = {k: _example_of(v) for k, v in fx_kwargs.items()} if kwargs else {}
         example = self._run_fake(tx, kind, target, fake_args, fake_kwargs)
+        if self.grad_flags:  # Note [requires_grad_ in the trace]
+            requires_grad.after_op(tx, _op_name(kind, target), (fake_args, fake_kwargs), example)
         returned = next((a for a in (*args, *kwargs.values()) if a.is_tensor and a.example is example), None)
         if returned is not None and not written:
             return returned  # Note [Ops returning their input]: nothing to record

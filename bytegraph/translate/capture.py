@@ -18,7 +18,7 @@ from ..graph.codegen import PyCodegen
 from ..graph.output_graph import OutputGraph, add_stack_traces
 from ..guards.guard import Guard, GuardKind
 from ..guards.sources import ClosureSource, GlobalsDictSource, LocalCellContentsSource, LocalSource
-from ..vars import autocast
+from ..vars import autocast, requires_grad
 from ..vars.functions import CellVariable
 from ..vars.lazy_int import wrap_int
 from ..vars.symbolic import is_unbacked
@@ -231,6 +231,8 @@ def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend)
     name = f"__bg_graph_{next(_graph_ids)}"
     cg.graph_module = gm
     cg.call_graph(name, [src for src, _, _ in output.inputs])
+    if output.grad_flags:
+        requires_grad.replay_flags(cg, output, outputs)
     return name, compiled
 
 

@@ -28,7 +28,7 @@ from ..vars import builder
 from ..vars.constant import ConstantVariable
 from ..vars.exceptions import ExceptionVariable
 from ..vars.functions import CellVariable
-from ..vars.trace_rules import Kind, elided_call, python_rule
+from ..vars.trace_rules import Kind, elided_call, function_rule
 from .ops_build import BuildOps
 from .ops_calls import CallOps
 from .generators import GeneratorOps, GeneratorVariable, close_dropped, refuse_dropping_by_exception
@@ -130,7 +130,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         if globals_src is None:
             globals_src = self.output.globals_sources[id(f_globals)] = fn_vt.globals_dict_source()
         module = f_globals.get("__name__", "") or ""
-        rule = python_rule(module)
+        rule = function_rule(module, code)
         if rule.kind is Kind.BREAK:
             if elided_call(module, code.co_name, self.code):
                 return ConstantVariable(None)

@@ -7,10 +7,19 @@ constant key runs at trace time, and the answer is guarded per call: the value b
 `os.environ[k] == v`, a missing key by `k not in os.environ` (then the read raises the
 user's KeyError, which `get` and `in` catch). Writes (`__setitem__`, `__delitem__`)
 keep the rule of `os`: a graph break.
+
+The Python functions of `os` that are only reads over its environment mappings
+(`os.getenv`, `os.getenvb`: `environ.get(key, default)`) are inlined although `os` is not
+(`ENVIRON_FUNCTIONS`, a table of `vars/trace_rules.py`): every effect such a body can
+have goes through `os._Environ`'s methods, which keep their rules (reads: the one above;
+writes: a break). The class is derived from the runtime: a function of `os` whose global
+names are only `environ`/`environb`, which imports nothing and writes no global.
 """
 from __future__ import annotations
 
+import dis
 import os
+import types
 
 from ..guards.guard import Guard, GuardKind
 from ..guards.sources import ItemSource
@@ -39,3 +48,17 @@ class EnvironReadVariable(CallableValueVariable):
 
 
 ENVIRON_READS = {os._Environ.__getitem__: EnvironReadVariable}
+
+
+_ENVIRON_GLOBALS = frozenset(name for name in ("environ", "environb") if name in vars(os))
+_GLOBAL_ACCESS = frozenset({"LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "IMPORT_NAME"})
+
+
+def _reads_only_environ(fn: types.FunctionType) -> bool:
+    uses = {(i.opname, i.argval) for i in dis.get_instructions(fn) if i.opname in _GLOBAL_ACCESS}
+    return bool(uses) and all(op == "LOAD_GLOBAL" and name in _ENVIRON_GLOBALS for op, name in uses)
+
+
+# The code objects of os's Python functions over its environment mappings (os.getenv, os.getenvb).
+ENVIRON_FUNCTIONS = frozenset(fn.__code__ for fn in vars(os).values()
+                              if type(fn) is types.FunctionType and fn.__module__ == "os" and _reads_only_environ(fn))

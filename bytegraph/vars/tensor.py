@@ -20,6 +20,7 @@ from .constant import ConstantVariable
 from .containers import SizeVariable, TupleVariable
 from .dict_keys import TrackerKey
 from .registry import register
+from .requires_grad import set_requires_grad
 from .scalar_reads import read_scalar
 from .symbolic import tensor_metadata
 from .tensor_hooks import HOOK_METHODS, register_tensor_hook
@@ -60,7 +61,6 @@ _SCALAR_READS = frozenset({"item", "tolist", "__int__", "__float__", "__index__"
 _NOT_CAPTURED = {
     "backward": "calls backward() inside the compiled region",
     "retain_grad": "changes autograd state of a tensor",
-    "requires_grad_": "changes requires_grad of a tensor",
     "data_ptr": "reads a tensor's storage address",
     "untyped_storage": "reads a tensor's storage",
     "storage": "reads a tensor's storage",
@@ -127,6 +127,9 @@ class TensorVariable(VariableTracker):
         module); any other attribute write is not modelled."""
         if name == "data" and value is self:
             return
+        if name == "requires_grad":
+            set_requires_grad(tx, self, [value], {}, what="setting .requires_grad")
+            return
         super().store_attr(tx, name, value)
 
     def _input_grad(self, tx):
@@ -177,6 +180,8 @@ class TensorVariable(VariableTracker):
             return register_hook(tx, self, args, kwargs)
         if name in _NOT_CAPTURED:
             tx.unsupported(f"{name}() {_NOT_CAPTURED[name]}", category="unsupported tensor method")
+        if name == "requires_grad_":
+            return set_requires_grad(tx, self, args, kwargs)
         if name in HOOK_METHODS:
             if self.source is None:  # a hook on an intermediate (issue 17)
                 tx.unsupported(f"{name}() registers a tensor hook",
@@ -260,17 +265,20 @@ class TensorVariable(VariableTracker):
             return tx.output.lift(node)
         return node
 
-    # An in-place op (`x.unsqueeze_(0)`) changes the fake example's metadata: the barrier
-    # (OutputGraph._before_inplace) saves it, a restore puts it back on the same fake.
+    # An in-place op (`x.unsqueeze_(0)`) or `requires_grad_()` changes the fake example's
+    # metadata: the barrier (OutputGraph._before_inplace) saves it, a restore puts it back on
+    # the same fake.
     def _save_state(self):
         e = self.example
-        return tuple(e.size()), e.stride(), e.storage_offset()
+        return tuple(e.size()), e.stride(), e.storage_offset(), e.requires_grad
 
     def _restore_state(self, state) -> None:
         e = self.example
-        if (tuple(e.size()), e.stride(), e.storage_offset()) != state:
+        if (tuple(e.size()), e.stride(), e.storage_offset()) != state[:3]:
             with torch.no_grad():
-                e.as_strided_(*state)
+                e.as_strided_(*state[:3])
+        if e.requires_grad != state[3]:  # Note [requires_grad_ in the trace]
+            e.requires_grad_(state[3])
 
 
 _BOUND_TENSOR_METHOD = type(torch.empty(0).add)

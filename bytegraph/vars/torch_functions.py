@@ -289,6 +289,18 @@ def _no_torch_function(of_iterable: bool):
     return handler
 
 
+def _torch_function_mode(tx, args, kwargs):
+    """Pushing or popping a TorchFunctionMode (`with mode:` of a `TorchFunctionMode`
+    subclass, e.g. torch's `TransformGetItemToIndex` around transformers' vmapped masks): a
+    graph break with the reason. Modelling it would run the mode's `__torch_function__`
+    around every torch call of the block (and `has_torch_function` would answer True)."""
+    tx.unsupported("entering or leaving a TorchFunctionMode (`with <mode>:`): bytegraph does not run a "
+                   "mode's __torch_function__ around the torch calls of its block",
+                   category="unsupported call",
+                   hint="enter the mode outside the compiled function, or call what its __torch_function__ "
+                        "does directly")
+
+
 def _no_tracing_state(tx, args, kwargs):
     return ConstantVariable(None)
 
@@ -357,6 +369,8 @@ SPECIAL = {
     torch.overrides.has_torch_function_unary: _no_torch_function(of_iterable=False),
     torch.overrides.has_torch_function_variadic: _no_torch_function(of_iterable=False),
     torch._C._get_tracing_state: _no_tracing_state,
+    torch._C._push_on_torch_function_stack: _torch_function_mode,
+    torch._C._pop_torch_function_stack: _torch_function_mode,
     torch.no_grad: _no_grad,
     torch.enable_grad: _enable_grad,
     torch.set_grad_enabled: _set_grad_enabled,

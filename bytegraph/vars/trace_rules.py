@@ -13,7 +13,9 @@
   `vars/made_modules.py`: `nn.Module.__init__` while a module made in the trace is checked;
   `vars/numpy_calls.py`: numpy's scalar types, folded on constant data);
 - POLYFILL: a C function with a Python stand-in (`vars/polyfills/`), inlined in its place;
-- INLINE: a Python function, whose bytecode is inlined;
+- INLINE: a Python function, whose bytecode is inlined (a function of a module whose
+  functions are not inlined may be, by its code object's rule in `INLINED_CODE`: the
+  functions of `os` that only read `os.environ`, `vars/environ.py`);
 - HIGHER_ORDER: a higher-order op (`torch.cond`, `map`, `wrap`, `checkpoint`) whose
   callable arguments are traced as subgraphs (`vars/hops/`);
 - BREAK: a call is a graph break; the rule says why and how to avoid it (a Python function
@@ -42,7 +44,7 @@ import warnings
 from dataclasses import dataclass
 
 from . import context_vars, counter, dataclass_fields, deque, keyed_dicts, logging_calls, mappings, namedtuples, polyfills, signatures  # noqa: F401  (their HANDLERS entries)
-from .environ import ENVIRON_READS
+from .environ import ENVIRON_FUNCTIONS, ENVIRON_READS
 from .typing_forms import FOLDS as TYPING_FOLDS
 from .autograd_function import APPLY as AUTOGRAD_APPLY
 from .made_modules import MODULE_INIT
@@ -168,6 +170,11 @@ _IO_MODULE = Rule(Kind.BREAK, "it does I/O or keeps global state", category="uns
                        "function to avoid the break")
 
 
+# Python functions inlined although their module is not (their code object -> the rule).
+INLINED_CODE = {code: Rule(Kind.INLINE, "a function of os that only reads os.environ: inlined, its reads "
+                                        "folded and guarded by vars/environ.py") for code in ENVIRON_FUNCTIONS}
+
+
 _TORCH_OP = Rule(Kind.GRAPH_OP, "a torch op by the rule of vars/torch_op_rule.py (fake propagation decides)",
                  TorchFunctionVariable)
 _DERIVED: dict = {}  # torch namespace C function -> its derived rule (Note in the module docstring)
@@ -214,7 +221,7 @@ def lookup(fn) -> Rule | None:
         return rule
     kind = type(fn)
     if kind is types.FunctionType:
-        return python_rule(fn.__globals__.get("__name__", "") or "")
+        return function_rule(fn.__globals__.get("__name__", "") or "", fn.__code__)
     if issubclass(kind, C_FUNCTION_TYPES):
         name = getattr(fn, "__qualname__", fn)
         return Rule(Kind.BREAK, f"calling C function {name!s}, which bytegraph does not know",
@@ -231,6 +238,12 @@ def python_rule(module: str) -> Rule:
     return _INLINE
 
 
+def function_rule(module: str, code: types.CodeType) -> Rule:
+    """The rule of a Python function of module `module` with code `code`: its own
+    (`INLINED_CODE`), else its module's (`python_rule`)."""
+    return INLINED_CODE.get(code) or python_rule(module)
+
+
 def is_traceable(fn: types.FunctionType) -> bool:
     """Whether bytegraph inlines calls of Python function `fn`."""
-    return python_rule(fn.__globals__.get("__name__", "") or "").kind is Kind.INLINE
+    return function_rule(fn.__globals__.get("__name__", "") or "", fn.__code__).kind is Kind.INLINE
