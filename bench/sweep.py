@@ -7,7 +7,9 @@ and bench.sweep_nn (every public module class of torch.nn, built from its signat
 is built with random weights under a fixed seed (nothing is downloaded: `HF_HUB_OFFLINE=1`), run
 in eval mode under no_grad eagerly, then under bytegraph (`bytegraph.explain`: graphs, breaks,
 frames run eagerly, outputs compared bit for bit with eager's by bench.hf_models), under
-`torch._dynamo.explain` (graphs, breaks) and once more under `torch.compile(backend="eager")` for
+`torch._dynamo.explain` (graphs, breaks; a frame that broke before its first graph and ran eagerly
+whole, which explain reports as 0 graphs and 0 breaks, counts torch.compile's own break counters)
+and once more under `torch.compile(backend="eager")` for
 its outputs: both systems are held to one standard, one graph counts only with outputs equal to
 eager's. A row says where an entry stops (build, eager, a timeout, a crashed worker) with the
 reason, so nothing is hidden.
@@ -152,10 +154,18 @@ def measure(catalogue: str, name: str, cls: str) -> Row:
     except Exception as exc:  # bytegraph raising where eager did not: reported in the row
         row.bg_error = _error(exc)
     try:
+        from torch._dynamo.utils import counters
+
+        counters.clear()
         with torch.no_grad():
             ref = reference_explain(module, *args, **kwargs)
-        row.tc_graphs, row.tc_breaks = ref.graph_count, len(ref.break_reasons)
-        row.tc_reasons = [short_reason(str(b.reason)) for b in ref.break_reasons]
+        row.tc_graphs = ref.graph_count
+        # explain lists no break for a frame that broke before its first graph and then ran
+        # eagerly whole (0 graphs, 0 breaks): torch.compile's own counters still have the break
+        reasons = [str(b.reason) for b in ref.break_reasons] or [
+            reason for reason, n in counters["graph_break"].items() for _ in range(n)]
+        row.tc_breaks = len(reasons)
+        row.tc_reasons = [short_reason(r) for r in reasons]
         with torch.no_grad():
             tc_out = reference_outputs(module, *args, **kwargs)
         row.tc_correct = same_outputs(expected, tc_out)
