@@ -155,3 +155,27 @@ def test_backends_agree(backend):
             return out * q, out
 
     check(fn, torch.randn(4), backend=backend, fullgraph=True)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_factory_with_requires_grad_returns_a_leaf_on_every_backend(backend):
+    def fn(x):
+        w = torch.zeros(3, requires_grad=True)
+        b = x.new_ones(3, requires_grad=True)
+        return x + 1, w, b, w.is_leaf
+
+    result = check(fn, torch.randn(3), backend=backend, fullgraph=True)
+    assert [t.requires_grad for t in result.compiled.out[:3]] == [False, True, True]
+
+
+def test_op_over_a_factory_leaf_with_grad_on_breaks_and_backpropagates():
+    def fn(x):
+        w = torch.ones(3, requires_grad=True)
+        loss = (w * x).sum()
+        loss.backward()
+        return loss, w.grad
+
+    reasons = _reasons(fn, torch.randn(3))
+    assert any("grad mode on" in r for r in reasons), reasons
+    for backend in ("eager", "aot_eager"):
+        check(fn, torch.randn(3), backend=backend)

@@ -356,6 +356,8 @@ class OutputGraph:
         example = self._run_fake(tx, kind, target, fake_args, fake_kwargs)
         if self.grad_flags:  # Note [requires_grad_ in the trace]
             requires_grad.after_op(tx, _op_name(kind, target), (fake_args, fake_kwargs), example)
+        if kwargs and fake_kwargs.get("requires_grad") is True:
+            requires_grad.made_leaf(self, example)
         returned = next((a for a in (*args, *kwargs.values()) if a.is_tensor and a.example is example), None)
         if returned is not None and not written:
             return returned  # Note [Ops returning their input]: nothing to record

@@ -21,6 +21,9 @@ The flag is autograd metadata of the real tensor, not an op: no graph node compu
   torch.compile keeps in one graph (transformers' MRA without its CUDA kernel:
   `torch.zeros_like(q).requires_grad_()` under no_grad, sliced and reshaped); it breaks
   where a tensor derived from such a leaf with grad on is returned.
+A factory given `requires_grad=True` (`torch.zeros(3, requires_grad=True)`, `x.new_ones(2,
+requires_grad=True)`) makes such a leaf too (`made_leaf`): a backend that traces the graph
+again (AOT autograd) returns it without the flag, so it is registered the same way.
 """
 from __future__ import annotations
 
@@ -55,6 +58,13 @@ def set_requires_grad(tx, tensor, args: list, kwargs: dict, what: str = "require
         tx.raise_user_error(RuntimeError(str(e)))
     _register(tx.output, example)
     return tensor
+
+
+def made_leaf(output, example) -> None:
+    """An op given `requires_grad=True` made `example`: a leaf whose flag the graph's real
+    output may lack (Note [requires_grad_ in the trace])."""
+    if isinstance(example, torch.Tensor) and example.requires_grad:
+        _register(output, example)
 
 
 def _register(output, fake) -> None:
