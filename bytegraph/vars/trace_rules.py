@@ -19,7 +19,8 @@
 - HIGHER_ORDER: a higher-order op (`torch.cond`, `map`, `wrap`, `checkpoint`) whose
   callable arguments are traced as subgraphs (`vars/hops/`);
 - BREAK: a call is a graph break; the rule says why and how to avoid it (a Python function
-  of a module that does I/O or keeps global state, a C function of `KNOWN_BREAKS` such as
+  of a module that does I/O or keeps global state or of a package of `PACKAGE_BREAKS`
+  (functorch's transforms), a C function of `KNOWN_BREAKS` such as
   `warnings.warn`, a C function nothing models).
 None: not a callable the rules decide (a class outside the tables, a bound method, a
 partial, an object with `__call__`); the tracker of the value's kind decides.
@@ -169,6 +170,18 @@ _IO_MODULE = Rule(Kind.BREAK, "it does I/O or keeps global state", category="uns
                   hint="the call runs eagerly at a graph break; move it outside the compiled "
                        "function to avoid the break")
 
+# Modules (and their submodules) whose Python functions are breaks for a reason of their
+# own (module -> rule): functorch's transforms and the wrappers they return (not
+# `torch.func.functional_call`, which only swaps a module's tensors and is traced).
+_FUNCTORCH_TRANSFORM = Rule(
+    Kind.BREAK, "it is part of functorch's transforms (torch.vmap, torch.func.grad, ...), which bytegraph "
+    "does not trace: they run the function on batched or dual tensors at nesting levels",
+    category="unsupported call",
+    hint="apply the transform outside the compiled function, or write the batch dimension (or the "
+         "derivative) out with ordinary tensor ops")
+PACKAGE_BREAKS = dict.fromkeys(
+    ("torch._functorch.apis", "torch._functorch.vmap", "torch._functorch.eager_transforms"), _FUNCTORCH_TRANSFORM)
+
 
 # Python functions inlined although their module is not (their code object -> the rule).
 INLINED_CODE = {code: Rule(Kind.INLINE, "a function of os that only reads os.environ: inlined, its reads "
@@ -235,6 +248,9 @@ def python_rule(module: str) -> Rule:
     module (the reason is completed with the function's name by the caller)."""
     if module.split(".", 1)[0] in NOT_INLINED_MODULES or module.startswith(NOT_INLINED_PREFIXES):
         return _IO_MODULE
+    for package, rule in PACKAGE_BREAKS.items():
+        if module == package or module.startswith(package + "."):
+            return rule
     return _INLINE
 
 
