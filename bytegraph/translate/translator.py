@@ -65,6 +65,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         self.snapshot_kw_names: tuple = ()
         self.steps = 0  # instructions run so far (positions of the speculation log)
         self.handled = None  # the exception this frame's except block handles (None: the caller's)
+        self.raised_at = 0  # the line of this frame the exception `unwind` last caught was raised at
         self.caller_frames = None  # `frames()` of the parent, made at the first op (None: not yet)
 
     # ---- running ---------------------------------------------------------------------
@@ -112,6 +113,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         if handler.lasti:
             self.stack.append(ConstantVariable(inst.offset))
         self.stack.append(raised.exc)
+        self.raised_at = inst.lineno or self.code.co_firstlineno  # read by the handler's PUSH_EXC_INFO
         self.kw_names = ()
         self.ip = handler.target
 

@@ -22,6 +22,7 @@ _CHAINING = ("__cause__", "__context__", "__suppress_context__")
 
 class ExceptionVariable(VariableTracker):
     __slots__ = ("cls", "args", "real", "cause", "context", "suppress_context")
+    rebuilt_as_new_object = True  # `_rebuild` makes a new one: one build per tracker keeps `is`
 
     def __init__(self, cls: type, args, real: BaseException | None = None):
         super().__init__(None)
@@ -151,6 +152,33 @@ class ExceptionVariable(VariableTracker):
             tx.unsupported(f"rebuilding {self.describe()}, whose class has its own constructor, with "
                            "attributes that are not constants", category="unsupported output")
         return dict(state)
+
+
+class HandlerSlotVariable(VariableTracker):
+    """The stack slot PUSH_EXC_INFO leaves under the exception an `except`/`finally`/`with`
+    handler handles: the exception handled before it (`previous`, a tracker or
+    `ConstantVariable(None)`: what the handler's POP_EXCEPT makes current again), plus the
+    exception this handler handles (`exc`) and the line of this frame it was raised at.
+    Residual code re-entering the handler at a graph break makes `exc` the thread's
+    exception being handled again (Note [Handlers at a break] in translate/breaks.py);
+    nothing else reads the slot."""
+
+    __slots__ = ("previous", "exc", "line")
+
+    def __init__(self, previous: VariableTracker, exc: VariableTracker, line: int):
+        super().__init__(None)
+        self.previous = previous
+        self.exc = exc
+        self.line = line
+
+    def children(self):
+        return (self.previous, self.exc)
+
+    def python_type(self) -> type:
+        return self.previous.python_type()
+
+    def describe(self) -> str:
+        return f"the exception handled before {self.exc.describe()}"
 
 
 class TracebackVariable(VariableTracker):
