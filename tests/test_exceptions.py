@@ -761,3 +761,241 @@ def test_exception_caught_from_an_inlined_callee_reraised_after_a_graph_break():
 
     # the traceback ends at the call in `fn`: the inlined callee's frame was never real
     _three_fresh_calls(fn, torch.ones(2))
+
+
+# ---- class 3 of issue 36: every side effect before a raise happens once per call, in order ------
+
+SCALE = 1.0
+LOG = []
+DEFAULT_CODE = 1
+
+
+class ScalingError(Exception):
+    """Its constructor writes a global (Note [Exception constructors run while tracing])."""
+
+    def __init__(self, msg):
+        global SCALE
+        SCALE *= 1.5
+        super().__init__(msg)
+
+
+class LoggedError(Exception):
+    def __init__(self, msg):
+        LOG.append(msg)
+        super().__init__(msg)
+
+
+class DefaultCodeError(Exception):
+    def __init__(self, msg):
+        super().__init__(msg)
+        self.code = DEFAULT_CODE
+
+
+def _set_scale(value):
+    global SCALE
+    SCALE = value
+
+
+def _scale_and_raise(x):
+    global SCALE
+    SCALE *= 1.5
+    raise ValueError("inner")
+
+
+def _calls_with_state(fn, ns, between=None):
+    """`fn(x, n)` for each n of `ns`, from SCALE == 1.0 and an empty LOG, state carried from one
+    call to the next: (outcome, SCALE, LOG) after each call."""
+    global SCALE, DEFAULT_CODE
+    SCALE, DEFAULT_CODE = 1.0, 1
+    LOG.clear()
+    out = []
+    for i, n in enumerate(ns):
+        if between is not None:
+            between(i)
+        try:
+            result = ("returned", repr(fn(torch.ones(6), n)))
+        except Exception as e:  # the exception itself is what is compared
+            result = ("raised", repr(e), repr(e.__context__), vars(e))
+        out.append((result, SCALE, list(LOG)))
+    return out
+
+
+def _state_across_calls(fn, ns=(1, 2, 3), between=None):
+    """Eager and compiled agree on every call's outcome and the module state after it."""
+    eager = _calls_with_state(fn, ns, between)
+    bytegraph.reset()
+    compiled = _calls_with_state(bytegraph.compile(fn), ns, between)
+    assert compiled == eager
+
+
+def test_exception_constructor_writing_a_global_runs_once_per_call():
+    def fn(x, n):
+        raise ScalingError("bad")
+
+    _state_across_calls(fn)
+
+
+def test_exception_constructor_writing_a_global_caught_in_the_frame():
+    def fn(x, n):
+        try:
+            raise ScalingError("bad")
+        except ScalingError:
+            return x * SCALE
+
+    _state_across_calls(fn)
+
+
+def test_exception_constructor_writing_a_global_after_a_graph_break():
+    def fn(x, n):
+        y = x + n
+        bytegraph.graph_break()
+        raise ScalingError(y.sum().item())
+
+    _state_across_calls(fn)
+
+
+def test_exception_constructor_appending_to_a_module_list():
+    def fn(x, n):
+        try:
+            raise LoggedError(n)
+        except LoggedError as e:
+            return x + e.args[0]
+
+    _state_across_calls(fn)
+
+
+def test_exception_constructor_reading_a_global_sees_its_current_value():
+    def set_default(i):
+        global DEFAULT_CODE
+        DEFAULT_CODE = 10 * i
+
+    def fn(x, n):
+        try:
+            raise DefaultCodeError("bad")
+        except DefaultCodeError as e:
+            return x * e.code
+
+    _state_across_calls(fn, between=set_default)
+
+
+def test_exception_constructor_that_only_fills_its_instance_is_captured():
+    def fn(x):
+        try:
+            raise CodedError("bad", 7)
+        except CodedError as e:
+            return x * e.code
+
+    check(fn, torch.ones(2), graphs=1)
+
+
+def _write_break_raise(x, n):
+    global SCALE
+    SCALE = SCALE + 0.5
+    bytegraph.graph_break()
+    raise ValueError(n)
+
+
+def _write_then_raise_in_callee(x, n):
+    global SCALE
+    SCALE *= 1.5
+    return _scale_and_raise(x * n)
+
+
+def _write_then_shape_mismatch(x, n):
+    global SCALE
+    SCALE = SCALE + n
+    return x + torch.ones(n + 5)
+
+
+def _augmented_write_in_try_reraised(x, n):
+    global SCALE
+    try:
+        SCALE *= 1.5
+        raise KeyError(n)
+    except KeyError:
+        raise
+
+
+def _write_in_inlined_function_then_data_dependent_raise(x, n):
+    _set_scale(SCALE + n)
+    y = x * SCALE
+    if n > 1:
+        raise ValueError(y.sum().item())
+    return y
+
+
+def _writes_around_a_break_then_raise(x, n):
+    global SCALE
+    SCALE = SCALE + n
+    bytegraph.graph_break()
+    LOG.append(n)
+    _set_scale(SCALE * 2)
+    raise ValueError(n)
+
+
+def _writes_in_handler_around_a_break_reraised(x, n):
+    global SCALE
+    try:
+        SCALE *= 1.5
+        bytegraph.graph_break()
+        raise KeyError(n)
+    except KeyError:
+        SCALE += 1
+        raise
+
+
+def _write_in_finally_of_a_raising_callee(x, n):
+    global SCALE
+    SCALE *= 1.5
+    try:
+        return _scale_and_raise(x)
+    finally:
+        SCALE += n
+
+
+def _write_then_tensor_condition_raise(x, n):
+    global SCALE
+    SCALE = SCALE + n
+    if (x * SCALE).sum() > 20:
+        raise ValueError("big")
+    return x
+
+
+def _writes_in_a_loop_with_a_break_then_raise(x, n):
+    global SCALE
+    for i in range(n):
+        SCALE = SCALE + 0.5
+        if i == 1:
+            bytegraph.graph_break()
+    raise ValueError(SCALE)
+
+
+def _write_then_view_error(x, n):
+    global SCALE
+    SCALE += 0.5
+    LOG.append(SCALE)
+    return x.view(n + 3, -1)
+
+
+@pytest.mark.parametrize("fn", [
+    _write_break_raise, _write_then_raise_in_callee, _write_then_shape_mismatch, _augmented_write_in_try_reraised,
+    _write_in_inlined_function_then_data_dependent_raise, _writes_around_a_break_then_raise,
+    _writes_in_handler_around_a_break_reraised, _write_in_finally_of_a_raising_callee,
+    _write_then_tensor_condition_raise, _writes_in_a_loop_with_a_break_then_raise, _write_then_view_error,
+], ids=lambda fn: fn.__name__.strip("_"))
+@pytest.mark.parametrize("ns", [(1, 2, 3), (2, 3, 4), (3, 3, 3)], ids=str)
+def test_global_written_before_an_exception_leaves(fn, ns):
+    _state_across_calls(fn, ns)
+
+
+def test_exception_object_passed_in_and_raised_reads_its_current_args():
+    def fn(x, e):
+        try:
+            raise e
+        except ValueError as caught:
+            return x + caught.args[0], caught is e
+
+    compiled = bytegraph.compile(fn)
+    for v in (1, 2, 3):
+        eager, got = fn(torch.ones(1), ValueError(v)), compiled(torch.ones(1), ValueError(v))
+        assert repr(got) == repr(eager)
