@@ -999,3 +999,56 @@ def test_exception_object_passed_in_and_raised_reads_its_current_args():
     for v in (1, 2, 3):
         eager, got = fn(torch.ones(1), ValueError(v)), compiled(torch.ones(1), ValueError(v))
         assert repr(got) == repr(eager)
+
+
+# ---- the exception the caller is handling (Note [The caller's exception]) -------------------------
+
+
+def _in_and_out_of_a_handler(fn):
+    """`fn(x)` outside any handler and inside one handling KeyError('the caller's'), alternately:
+    what it returns or raises, with the chaining it saw."""
+    def run(f, handling):
+        def call():
+            try:
+                out = f(torch.ones(2))
+                return ("returned", repr(out))
+            except Exception as e:  # the exception itself is what is compared
+                return ("raised", repr(e), repr(e.__context__))
+        if not handling:
+            return call()
+        try:
+            raise KeyError("the caller's")
+        except KeyError:
+            return call()
+
+    compiled = bytegraph.compile(fn)
+    for handling in (False, True, False, True, True):
+        assert run(compiled, handling) == run(fn, handling)
+
+
+def test_new_exception_caught_in_a_function_called_inside_a_handler_chains_the_callers():
+    def fn(x):
+        try:
+            raise ValueError(1)
+        except ValueError as e:
+            return x + 1, repr(e.__context__), repr(sys.exc_info()[1])
+
+    _in_and_out_of_a_handler(fn)
+
+
+def test_sys_exc_info_outside_any_handler_of_a_function_called_inside_one():
+    def fn(x):
+        return x * 2, repr(sys.exc_info()[1])
+
+    _in_and_out_of_a_handler(fn)
+
+
+def test_bare_raise_outside_any_handler_reraises_the_callers_exception():
+    def fn(x):
+        y = x + 1
+        try:
+            raise
+        except RuntimeError as e:
+            return y, str(e)
+
+    _in_and_out_of_a_handler(fn)
