@@ -3,6 +3,8 @@ at several inlining depths, before and after graph breaks, try/except/else/final
 exceptions raised by builtins and lookups; and a frame whose exception escapes is cached as
 an eager entry, so later calls do not trace it again."""
 import logging
+import sys
+import traceback
 
 import pytest
 import torch
@@ -488,17 +490,12 @@ class CodedOSError(OSError):
         self.label = label
 
 
-_BARE_RAISE_AFTER_A_BREAK = pytest.mark.xfail(
-    strict=True, reason="a bare `raise` in an except block resumed after a graph break: the resume function does "
-                        "not re-establish the exception being handled (RuntimeError: No active exception to "
-                        "reraise); its prologue must PUSH_EXC_INFO each active handler's exception")
-
-
-def _three_fresh_calls(fn, x):
+def _three_fresh_calls(fn, x, outcome=None):
+    outcome = outcome or _outcome
     compiled = bytegraph.compile(fn)
     for _ in range(3):
         check(fn, x)
-        eager, got = _outcome(fn, x), _outcome(compiled, x)
+        eager, got = outcome(fn, x), outcome(compiled, x)
         assert got == eager
 
 
@@ -533,7 +530,6 @@ def test_custom_constructor_exception_raised_after_a_graph_break():
     _three_fresh_calls(fn, torch.ones(2))
 
 
-@_BARE_RAISE_AFTER_A_BREAK
 def test_custom_constructor_exception_reraised_across_a_graph_break():
     def fn(x):
         try:
@@ -567,7 +563,6 @@ def test_custom_constructor_exception_kept_in_a_local_across_a_break():
     _three_fresh_calls(fn, torch.ones(2))
 
 
-@_BARE_RAISE_AFTER_A_BREAK
 def test_bare_raise_in_an_except_block_resumed_after_a_graph_break():
     def fn(x):
         try:
@@ -577,3 +572,483 @@ def test_bare_raise_in_an_except_block_resumed_after_a_graph_break():
             raise
 
     check(fn, torch.ones(2))
+
+
+# ---- a graph break inside a handler: the rest runs with the handled exception re-established ----
+# (Note [Handlers at a break] in translate/breaks.py): bare `raise`, `raise ... from`, implicit
+# `__context__` chaining, `sys.exc_info()` and the handler's POP_EXCEPT behave as eagerly.
+
+
+def _chained_outcome(fn, x):
+    """What `_outcome` compares, plus the chaining of a raised exception and the user line
+    its traceback ends at."""
+    try:
+        out = fn(x.clone())
+        return ("returned", repr(out))
+    except Exception as e:  # the exception itself is what is compared
+        last = traceback.extract_tb(e.__traceback__)[-1]
+        context = e.__context__
+        return ("raised", repr(e), repr(context), repr(context and context.__context__), repr(e.__cause__),
+                e.__suppress_context__, (last.filename, last.lineno))
+
+
+def test_raise_from_in_an_except_block_resumed_after_a_graph_break():
+    def fn(x):
+        try:
+            raise ValueError(5)
+        except ValueError as e:
+            bytegraph.graph_break()
+            raise TypeError("converted") from e
+
+    _three_fresh_calls(fn, torch.ones(2), _chained_outcome)
+
+
+def test_new_exception_in_an_except_block_after_a_graph_break_chains_its_context():
+    def fn(x):
+        try:
+            raise ValueError(5)
+        except ValueError:
+            y = x + 1
+            bytegraph.graph_break()
+            raise KeyError(y.sum().item())
+
+    _three_fresh_calls(fn, torch.ones(2), _chained_outcome)
+
+
+def test_sys_exc_info_in_an_except_block_after_a_graph_break():
+    def fn(x):
+        try:
+            raise ValueError(5)
+        except ValueError as e:
+            bytegraph.graph_break()
+            kind, value, tb = sys.exc_info()
+            return x + 1, kind, value is e, value.args, tb is not None
+
+    _three_fresh_calls(fn, torch.ones(2), _chained_outcome)
+
+
+def test_the_handler_end_restores_the_callers_exception_after_a_graph_break():
+    def fn(x):
+        try:
+            raise ValueError(5)
+        except ValueError:
+            bytegraph.graph_break()
+            y = x + 1
+        return y, repr(sys.exc_info()[1])
+
+    def called_while_handling(f):
+        def run(x):
+            try:
+                raise KeyError("the caller's")
+            except KeyError:
+                return f(x), repr(sys.exc_info()[1])
+        return run
+
+    _three_fresh_calls(fn, torch.ones(2), _chained_outcome)
+    compiled = bytegraph.compile(fn)
+    for _ in range(3):
+        assert _chained_outcome(called_while_handling(compiled), torch.ones(2)) == \
+            _chained_outcome(called_while_handling(fn), torch.ones(2))
+
+
+def test_nested_handlers_resumed_after_a_graph_break():
+    def fn(x):
+        try:
+            raise ValueError("outer")
+        except ValueError as outer:
+            try:
+                raise KeyError("inner")
+            except KeyError as inner:
+                bytegraph.graph_break()
+                seen = (sys.exc_info()[1] is inner, inner.__context__ is outer)
+            if sys.exc_info()[1] is not outer or not all(seen):
+                return x
+            raise
+
+    _three_fresh_calls(fn, torch.ones(2), _chained_outcome)
+
+
+def test_bare_raise_in_the_inner_of_nested_handlers_after_a_graph_break():
+    def fn(x):
+        try:
+            raise ValueError("outer")
+        except ValueError:
+            try:
+                raise KeyError("inner")
+            except KeyError:
+                bytegraph.graph_break()
+                raise
+
+    _three_fresh_calls(fn, torch.ones(2), _chained_outcome)
+
+
+def test_graph_break_in_a_finally_block_on_the_exception_path():
+    def fn(x):
+        try:
+            raise ValueError(5)
+        finally:
+            bytegraph.graph_break()
+            x.add_(1)
+
+    _three_fresh_calls(fn, torch.ones(2), _chained_outcome)
+
+
+def test_graph_break_in_a_finally_block_that_raises_chains_the_pending_exception():
+    def fn(x):
+        try:
+            raise ValueError(5)
+        finally:
+            bytegraph.graph_break()
+            raise KeyError("from finally")
+
+    _three_fresh_calls(fn, torch.ones(2), _chained_outcome)
+
+
+def test_graph_break_in_a_with_block_inside_an_except_block_then_bare_raise():
+    def fn(x):
+        try:
+            raise ValueError(5)
+        except ValueError:
+            with torch.no_grad():
+                bytegraph.graph_break()
+                y = x * 2
+            raise
+
+    _three_fresh_calls(fn, torch.ones(2), _chained_outcome)
+
+
+def _reraise_after_a_break(x):
+    bytegraph.graph_break()
+    raise
+
+
+def test_bare_raise_in_a_callee_that_breaks_inside_an_except_block():
+    def fn(x):
+        try:
+            raise ValueError(5)
+        except ValueError:
+            _reraise_after_a_break(x)
+
+    _three_fresh_calls(fn, torch.ones(2), _chained_outcome)
+
+
+def test_bare_raise_after_a_graph_break_in_an_except_block_of_a_resume_function():
+    def fn(x):
+        y = x * 2
+        bytegraph.graph_break()
+        try:
+            raise ValueError(5)
+        except ValueError as e:
+            y = y + e.args[0]
+            bytegraph.graph_break()
+            raise
+
+    _three_fresh_calls(fn, torch.ones(2), _chained_outcome)
+
+
+def test_exception_caught_from_an_inlined_callee_reraised_after_a_graph_break():
+    def raises(x):
+        raise KeyError(3)
+
+    def fn(x):
+        try:
+            raises(x)
+        except KeyError as e:
+            bytegraph.graph_break()
+            if sys.exc_info()[1] is not e:
+                return x
+            raise
+
+    # the traceback ends at the call in `fn`: the inlined callee's frame was never real
+    _three_fresh_calls(fn, torch.ones(2))
+
+
+# ---- class 3 of issue 36: every side effect before a raise happens once per call, in order ------
+
+SCALE = 1.0
+LOG = []
+DEFAULT_CODE = 1
+
+
+class ScalingError(Exception):
+    """Its constructor writes a global (Note [Exception constructors run while tracing])."""
+
+    def __init__(self, msg):
+        global SCALE
+        SCALE *= 1.5
+        super().__init__(msg)
+
+
+class LoggedError(Exception):
+    def __init__(self, msg):
+        LOG.append(msg)
+        super().__init__(msg)
+
+
+class DefaultCodeError(Exception):
+    def __init__(self, msg):
+        super().__init__(msg)
+        self.code = DEFAULT_CODE
+
+
+def _set_scale(value):
+    global SCALE
+    SCALE = value
+
+
+def _scale_and_raise(x):
+    global SCALE
+    SCALE *= 1.5
+    raise ValueError("inner")
+
+
+def _calls_with_state(fn, ns, between=None):
+    """`fn(x, n)` for each n of `ns`, from SCALE == 1.0 and an empty LOG, state carried from one
+    call to the next: (outcome, SCALE, LOG) after each call."""
+    global SCALE, DEFAULT_CODE
+    SCALE, DEFAULT_CODE = 1.0, 1
+    LOG.clear()
+    out = []
+    for i, n in enumerate(ns):
+        if between is not None:
+            between(i)
+        try:
+            result = ("returned", repr(fn(torch.ones(6), n)))
+        except Exception as e:  # the exception itself is what is compared
+            result = ("raised", repr(e), repr(e.__context__), vars(e))
+        out.append((result, SCALE, list(LOG)))
+    return out
+
+
+def _state_across_calls(fn, ns=(1, 2, 3), between=None):
+    """Eager and compiled agree on every call's outcome and the module state after it."""
+    eager = _calls_with_state(fn, ns, between)
+    bytegraph.reset()
+    compiled = _calls_with_state(bytegraph.compile(fn), ns, between)
+    assert compiled == eager
+
+
+def test_exception_constructor_writing_a_global_runs_once_per_call():
+    def fn(x, n):
+        raise ScalingError("bad")
+
+    _state_across_calls(fn)
+
+
+def test_exception_constructor_writing_a_global_caught_in_the_frame():
+    def fn(x, n):
+        try:
+            raise ScalingError("bad")
+        except ScalingError:
+            return x * SCALE
+
+    _state_across_calls(fn)
+
+
+def test_exception_constructor_writing_a_global_after_a_graph_break():
+    def fn(x, n):
+        y = x + n
+        bytegraph.graph_break()
+        raise ScalingError(y.sum().item())
+
+    _state_across_calls(fn)
+
+
+def test_exception_constructor_appending_to_a_module_list():
+    def fn(x, n):
+        try:
+            raise LoggedError(n)
+        except LoggedError as e:
+            return x + e.args[0]
+
+    _state_across_calls(fn)
+
+
+def test_exception_constructor_reading_a_global_sees_its_current_value():
+    def set_default(i):
+        global DEFAULT_CODE
+        DEFAULT_CODE = 10 * i
+
+    def fn(x, n):
+        try:
+            raise DefaultCodeError("bad")
+        except DefaultCodeError as e:
+            return x * e.code
+
+    _state_across_calls(fn, between=set_default)
+
+
+def test_exception_constructor_that_only_fills_its_instance_is_captured():
+    def fn(x):
+        try:
+            raise CodedError("bad", 7)
+        except CodedError as e:
+            return x * e.code
+
+    check(fn, torch.ones(2), graphs=1)
+
+
+def _write_break_raise(x, n):
+    global SCALE
+    SCALE = SCALE + 0.5
+    bytegraph.graph_break()
+    raise ValueError(n)
+
+
+def _write_then_raise_in_callee(x, n):
+    global SCALE
+    SCALE *= 1.5
+    return _scale_and_raise(x * n)
+
+
+def _write_then_shape_mismatch(x, n):
+    global SCALE
+    SCALE = SCALE + n
+    return x + torch.ones(n + 5)
+
+
+def _augmented_write_in_try_reraised(x, n):
+    global SCALE
+    try:
+        SCALE *= 1.5
+        raise KeyError(n)
+    except KeyError:
+        raise
+
+
+def _write_in_inlined_function_then_data_dependent_raise(x, n):
+    _set_scale(SCALE + n)
+    y = x * SCALE
+    if n > 1:
+        raise ValueError(y.sum().item())
+    return y
+
+
+def _writes_around_a_break_then_raise(x, n):
+    global SCALE
+    SCALE = SCALE + n
+    bytegraph.graph_break()
+    LOG.append(n)
+    _set_scale(SCALE * 2)
+    raise ValueError(n)
+
+
+def _writes_in_handler_around_a_break_reraised(x, n):
+    global SCALE
+    try:
+        SCALE *= 1.5
+        bytegraph.graph_break()
+        raise KeyError(n)
+    except KeyError:
+        SCALE += 1
+        raise
+
+
+def _write_in_finally_of_a_raising_callee(x, n):
+    global SCALE
+    SCALE *= 1.5
+    try:
+        return _scale_and_raise(x)
+    finally:
+        SCALE += n
+
+
+def _write_then_tensor_condition_raise(x, n):
+    global SCALE
+    SCALE = SCALE + n
+    if (x * SCALE).sum() > 20:
+        raise ValueError("big")
+    return x
+
+
+def _writes_in_a_loop_with_a_break_then_raise(x, n):
+    global SCALE
+    for i in range(n):
+        SCALE = SCALE + 0.5
+        if i == 1:
+            bytegraph.graph_break()
+    raise ValueError(SCALE)
+
+
+def _write_then_view_error(x, n):
+    global SCALE
+    SCALE += 0.5
+    LOG.append(SCALE)
+    return x.view(n + 3, -1)
+
+
+@pytest.mark.parametrize("fn", [
+    _write_break_raise, _write_then_raise_in_callee, _write_then_shape_mismatch, _augmented_write_in_try_reraised,
+    _write_in_inlined_function_then_data_dependent_raise, _writes_around_a_break_then_raise,
+    _writes_in_handler_around_a_break_reraised, _write_in_finally_of_a_raising_callee,
+    _write_then_tensor_condition_raise, _writes_in_a_loop_with_a_break_then_raise, _write_then_view_error,
+], ids=lambda fn: fn.__name__.strip("_"))
+@pytest.mark.parametrize("ns", [(1, 2, 3), (2, 3, 4), (3, 3, 3)], ids=str)
+def test_global_written_before_an_exception_leaves(fn, ns):
+    _state_across_calls(fn, ns)
+
+
+def test_exception_object_passed_in_and_raised_reads_its_current_args():
+    def fn(x, e):
+        try:
+            raise e
+        except ValueError as caught:
+            return x + caught.args[0], caught is e
+
+    compiled = bytegraph.compile(fn)
+    for v in (1, 2, 3):
+        eager, got = fn(torch.ones(1), ValueError(v)), compiled(torch.ones(1), ValueError(v))
+        assert repr(got) == repr(eager)
+
+
+# ---- the exception the caller is handling (Note [The caller's exception]) -------------------------
+
+
+def _in_and_out_of_a_handler(fn):
+    """`fn(x)` outside any handler and inside one handling KeyError('the caller's'), alternately:
+    what it returns or raises, with the chaining it saw."""
+    def run(f, handling):
+        def call():
+            try:
+                out = f(torch.ones(2))
+                return ("returned", repr(out))
+            except Exception as e:  # the exception itself is what is compared
+                return ("raised", repr(e), repr(e.__context__))
+        if not handling:
+            return call()
+        try:
+            raise KeyError("the caller's")
+        except KeyError:
+            return call()
+
+    compiled = bytegraph.compile(fn)
+    for handling in (False, True, False, True, True):
+        assert run(compiled, handling) == run(fn, handling)
+
+
+def test_new_exception_caught_in_a_function_called_inside_a_handler_chains_the_callers():
+    def fn(x):
+        try:
+            raise ValueError(1)
+        except ValueError as e:
+            return x + 1, repr(e.__context__), repr(sys.exc_info()[1])
+
+    _in_and_out_of_a_handler(fn)
+
+
+def test_sys_exc_info_outside_any_handler_of_a_function_called_inside_one():
+    def fn(x):
+        return x * 2, repr(sys.exc_info()[1])
+
+    _in_and_out_of_a_handler(fn)
+
+
+def test_bare_raise_outside_any_handler_reraises_the_callers_exception():
+    def fn(x):
+        y = x + 1
+        try:
+            raise
+        except RuntimeError as e:
+            return y, str(e)
+
+    _in_and_out_of_a_handler(fn)

@@ -20,6 +20,7 @@ import itertools
 import logging
 import operator
 import re
+import sys
 
 import torch
 import torch.fx
@@ -70,6 +71,8 @@ class OutputGraph:
         self._input_by_id: dict = {}
         self.grad_enabled = torch.is_grad_enabled()
         self.initial_grad_enabled = self.grad_enabled
+        # whether the compiled function's caller handles an exception (Note [The caller's exception])
+        self.caller_exception = sys.exc_info()[1] is not None
         self.autocast = None  # the capture's AutocastTrace, once used (Note [Autocast in the trace])
         self.current_tx = None
         self.side_effects = SideEffects(self)

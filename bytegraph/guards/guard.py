@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import math
+import sys
 import types
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ class GuardKind(enum.Enum):
     NOT_PRESENT = "absent"
     PRESENT = "present"
     GRAD_MODE = "grad mode"
+    NO_CALLER_EXCEPTION = "no exception being handled"  # the caller handles none (Note [The caller's exception])
     NO_ALIASING = "no aliasing"
     SAME_OBJECT = "same object"  # expected: another Source that must be the same object
     SET_MATCH = "set elements"   # expected: frozenset of the set's elements
@@ -110,6 +112,8 @@ class Guard:
             return f"{self.expected!r} in {s}"
         if k is GuardKind.GRAD_MODE:
             return f"{bind(_grad_enabled())}() is {self.expected!r}"
+        if k is GuardKind.NO_CALLER_EXCEPTION:
+            return f"{bind(sys.exc_info)}()[1] is None"
         if k is GuardKind.NO_ALIASING:
             names = ", ".join(src.name() for src in self.expected)
             return f"len({{id(v) for v in ({names},)}}) == {len(self.expected)}"
@@ -156,6 +160,8 @@ class Guard:
             return f"{self.expected!r} is defined in {what}"
         if k is GuardKind.GRAD_MODE:
             return f"torch.is_grad_enabled() is {self.expected}"
+        if k is GuardKind.NO_CALLER_EXCEPTION:
+            return "the caller is handling no exception (sys.exc_info() is empty)"
         if k is GuardKind.NO_ALIASING:
             what = "tensors " if self.source is None else ""
             return what + ", ".join(s.describe() for s in self.expected) + " are distinct objects"

@@ -52,6 +52,23 @@ cell, as in eager. Only cells something rebuilt reaches are written (a live cell
 rebuilt closure holds); the others nobody after the break can read. The frame's free
 variables and a resume function's cells are real cells already (their writes are replayed).
 
+Note [Handlers at a break]
+Inside an `except` body (or a `finally`/`with` handler on the exception path) CPython runs
+with the handled exception as the thread's exception being handled, and the one handled
+before it saved in a stack slot: PUSH_EXC_INFO put them there and the handler's POP_EXCEPT
+restores the saved one (CPython's Objects/exception_handling_notes.txt). The trace handled
+the exception only in the tracer (`tx.handled`), so the residual code, running the rest of
+the frame in a copy of the body, re-enters each active handler (a `HandlerSlotVariable`
+on the stack, outermost first): the handled exception, rebuilt into the slot's temporary,
+gets one traceback entry (`_handled_here`: the residual frame, at the line of the frame the
+trace caught it at, as raising it there would have added), then PUSH_EXC_INFO makes it the
+exception being handled and leaves the real previous one (the next outer handler's, or the
+caller's) in the slot, where POP_EXCEPT finds it. So bare `raise`, `raise ... from`, the
+`__context__` of a new exception, `sys.exc_info()` and the state after the handler are
+eager's. A handled exception that cannot be rebuilt is a live value that cannot be, so the
+frame runs eagerly. A break inside a handler never resumes in a resume function (the slot
+is not `kept_in_block`), and a nested one breaks at the outermost call site.
+
 Note [Breaks that read locals]
 A break at a call of `locals()`, `vars()`, `dir()`, or `eval`/`exec` without a locals
 mapping cannot run that call in the residual code, nor resume after it: the frame
@@ -65,6 +82,7 @@ site instead (Note [Speculation log] in translate/speculation.py), and the calle
 from __future__ import annotations
 
 import builtins
+import sys
 import types
 
 from bytecode import Instr, Label, TryBegin, TryEnd
@@ -73,6 +91,7 @@ from .._bytecode.analysis import cells_read_before_written, handlers, live_local
 from .._bytecode.instructions import instructions_of
 from ..errors import GraphBreak
 from ..vars.containers import TupleVariable
+from ..vars.exceptions import HandlerSlotVariable
 from .continuation import make_continuation, waiting_calls
 from .ops_stack import NULL
 from .resume import body_with_label, jump_into, make_resume_function, origin, original_instr
@@ -252,7 +271,7 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
             if slot == callable_slot:
                 _reconstruct_callee(cg, vt, compile_fn)
             else:
-                cg.reconstruct(vt)
+                cg.reconstruct(vt.exc if isinstance(vt, HandlerSlotVariable) else vt)  # Note [Handlers at a break]
             cg.store_fast(_stack_temp(slot))
     for name, vt in live:
         cg.reconstruct(vt)
@@ -374,10 +393,28 @@ def _call_sequence_start(insts, index: int) -> int:
 
 def _push_slots(cg, stack: list, start: int) -> None:
     for slot in range(start, len(stack)):
-        if stack[slot] is NULL:
+        vt = stack[slot]
+        if vt is NULL:
             cg.push_null()
+        elif isinstance(vt, HandlerSlotVariable):  # Note [Handlers at a break]
+            cg.push_null()
+            cg.load_const(_handled_here)
+            cg.load_fast(_stack_temp(slot))
+            cg.load_const(vt.line)
+            cg.call(2)
+            cg.instructions.append(Instr("PUSH_EXC_INFO", lineno=cg.lineno))
+            cg.pop_top()
         else:
             cg.load_fast(_stack_temp(slot))
+
+
+def _handled_here(exc: BaseException, line: int) -> BaseException:
+    """Residual helper (Note [Handlers at a break]): `exc` with one more traceback entry,
+    the calling frame at `line`, as raising it there would have added."""
+    frame = sys._getframe(1)
+    # tb_lasti -1: no instruction of the residual code, so a traceback shows `line`
+    exc.__traceback__ = types.TracebackType(exc.__traceback__, frame, -1, line)
+    return exc
 
 
 def _local_temp(name: str) -> str:

@@ -4,12 +4,13 @@ RAISE_VARARGS and RERAISE raise an exception tracker through `tx.raise_exception
 the run loop unwinds to the handler the exception table names. The handler's
 PUSH_EXC_INFO / CHECK_EXC_MATCH / POP_EXCEPT maintain the exception being handled
 (`tx.handled`, what `raise` with no argument re-raises and what a new exception
-records as its `__context__`), WITH_EXCEPT_START calls a `with` block's exit.
+records as its `__context__`; the slot under the handled exception is a
+`HandlerSlotVariable`), WITH_EXCEPT_START calls a `with` block's exit.
 """
 from __future__ import annotations
 
 from ..vars.constant import ConstantVariable
-from ..vars.exceptions import TracebackVariable, as_exception
+from ..vars.exceptions import HandlerSlotVariable, TracebackVariable, as_exception
 
 
 class ExceptionOps:
@@ -36,12 +37,13 @@ class ExceptionOps:
     def PUSH_EXC_INFO(self, inst):
         exc = self.stack.pop()
         previous = self.active_exception()
-        self.stack.append(ConstantVariable(None) if previous is None else previous)
+        previous = ConstantVariable(None) if previous is None else previous
+        self.stack.append(HandlerSlotVariable(previous, exc, self.raised_at))
         self.stack.append(exc)
         self.handled = exc
 
     def POP_EXCEPT(self, inst):
-        self.handled = self.stack.pop()
+        self.handled = self.stack.pop().previous
 
     def CHECK_EXC_MATCH(self, inst):
         right = self.stack.pop()

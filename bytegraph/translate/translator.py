@@ -65,6 +65,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         self.snapshot_kw_names: tuple = ()
         self.steps = 0  # instructions run so far (positions of the speculation log)
         self.handled = None  # the exception this frame's except block handles (None: the caller's)
+        self.raised_at = 0  # the line of this frame the exception `unwind` last caught was raised at
         self.caller_frames = None  # `frames()` of the parent, made at the first op (None: not yet)
 
     # ---- running ---------------------------------------------------------------------
@@ -112,6 +113,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         if handler.lasti:
             self.stack.append(ConstantVariable(inst.offset))
         self.stack.append(raised.exc)
+        self.raised_at = inst.lineno or self.code.co_firstlineno  # read by the handler's PUSH_EXC_INFO
         self.kw_names = ()
         self.ip = handler.target
 
@@ -247,6 +249,11 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         for tx in self._outward():
             if tx.handled is not None:
                 return None if tx.handled.is_none() else tx.handled
+        if self.output.caller_exception:  # Note [The caller's exception]
+            self.unsupported("reading the exception the compiled function's caller is handling",
+                             category="unsupported exception",
+                             hint="call the compiled function outside the except block")
+        self.output.add_guard_at(self, GuardKind.NO_CALLER_EXCEPTION, None)
         return None
 
     def guard_attr_presence(self, source, name: str, present: bool, dict_source=None) -> None:
@@ -284,6 +291,14 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
 # traced before the raise (graph ops, side effects) stays in the trace, as eagerly.
 # `handled` is the exception an except block of this frame is handling (PUSH_EXC_INFO /
 # POP_EXCEPT); a frame that set none sees its caller's (CPython's per-thread exc_info).
+
+
+# Note [The caller's exception]
+# A frame whose handlers are not handling an exception sees the one its caller handles
+# (`sys.exc_info()`, the `__context__` of a new exception, bare `raise`). The trace models
+# none: when it reads that state (`active_exception` finding no handler in the traced
+# frames), the entry is guarded on the caller handling no exception, and a capture made while
+# the caller handles one breaks there instead (the rest runs eagerly, seeing the real one).
 
 
 # Note [Globals sources]

@@ -22,9 +22,9 @@ import torch
 
 from .base import VariableTracker
 from .classes import class_dict_source, class_lookup
-from .constant import ConstantVariable
+from .constant import ConstantVariable, is_constant_value
 from .dict_subclass import dict_base, dict_instance_reason, new_dict_object
-from .exceptions import construct_exception, is_plain_exception_class
+from .exceptions import construct_exception, constructor_effect_reason, is_plain_exception_class
 from .made_modules import is_module_class, make_module
 from .objects import NewObjectVariable, UserObjectVariable
 
@@ -51,7 +51,11 @@ def type_call(tx, cls_vt, args, kwargs):
     cls = cls_vt.cls
     if is_plain_exception_class(cls):
         return construct_exception(tx, cls, args, kwargs)
-    if issubclass(cls, BaseException) and all(a.is_python_constant() for a in args):
+    if issubclass(cls, BaseException) and not kwargs and all(
+            a.is_python_constant() and is_constant_value(a.as_python_constant()) for a in args):
+        why = constructor_effect_reason(cls)  # Note [Exception constructors run while tracing]
+        if why is not None:
+            _unsupported(tx, cls, f"its constructor would run for real while tracing, and {why}")
         return UserObjectVariable(cls(*[a.as_python_constant() for a in args]))
     if isinstance(cls, enum.EnumMeta) and not kwargs and len(args) == 1 and args[0].is_python_constant():
         try:

@@ -11,6 +11,7 @@ eagerly. Residual code rebuilds one as `cls(*args)` plus its chaining attributes
 """
 from __future__ import annotations
 
+import dis
 import types
 
 from .base import VariableTracker
@@ -22,6 +23,7 @@ _CHAINING = ("__cause__", "__context__", "__suppress_context__")
 
 class ExceptionVariable(VariableTracker):
     __slots__ = ("cls", "args", "real", "cause", "context", "suppress_context")
+    rebuilt_as_new_object = True  # `_rebuild` makes a new one: one build per tracker keeps `is`
 
     def __init__(self, cls: type, args, real: BaseException | None = None):
         super().__init__(None)
@@ -153,6 +155,33 @@ class ExceptionVariable(VariableTracker):
         return dict(state)
 
 
+class HandlerSlotVariable(VariableTracker):
+    """The stack slot PUSH_EXC_INFO leaves under the exception an `except`/`finally`/`with`
+    handler handles: the exception handled before it (`previous`, a tracker or
+    `ConstantVariable(None)`: what the handler's POP_EXCEPT makes current again), plus the
+    exception this handler handles (`exc`) and the line of this frame it was raised at.
+    Residual code re-entering the handler at a graph break makes `exc` the thread's
+    exception being handled again (Note [Handlers at a break] in translate/breaks.py);
+    nothing else reads the slot."""
+
+    __slots__ = ("previous", "exc", "line")
+
+    def __init__(self, previous: VariableTracker, exc: VariableTracker, line: int):
+        super().__init__(None)
+        self.previous = previous
+        self.exc = exc
+        self.line = line
+
+    def children(self):
+        return (self.previous, self.exc)
+
+    def python_type(self) -> type:
+        return self.previous.python_type()
+
+    def describe(self) -> str:
+        return f"the exception handled before {self.exc.describe()}"
+
+
 class TracebackVariable(VariableTracker):
     """The traceback of a traced exception, as a `with` block's `__exit__` receives it: only
     passed along and compared (`tb is None`), or given back to its exception
@@ -208,6 +237,79 @@ def is_plain_exception_class(cls: type) -> bool:
                                                    or _defined_in_python(cls, "__new__"))
 
 
+# Note [Exception constructors run while tracing]
+# An instance of an exception class with its own `__init__`/`__new__` is made for real at
+# trace time (vars/construction.py::type_call): the trace cannot follow a builtin base's
+# constructor. That run is not replayed and not guarded, so it must do nothing but fill in
+# the new instance: a constructor that writes a global (`SCALE *= 1.5`), appends to a list
+# or reads a global would do it once per trace instead of once per call. Before running it
+# for real, `constructor_effect_reason` reads every Python `__init__`/`__new__` of the
+# class's MRO: only the opcodes in `_PURE_CONSTRUCTOR_OPS`, `super`, attributes its classes
+# do not define, and attribute writes to `self` (in an `__init__`) pass; anything else is
+# a graph break at the construction, which then runs eagerly, once. Its arguments are
+# immutable constants (`is_constant_value`), so the calls it can make are `super()`'s
+# methods (the MRO's constructors, read too, or a builtin base's) and builtin methods.
+
+_PURE_CONSTRUCTOR_OPS = frozenset({
+    "NOP", "RESUME", "COPY_FREE_VARS", "LOAD_FAST", "STORE_FAST", "DELETE_FAST", "LOAD_CONST",
+    "LOAD_GLOBAL", "LOAD_ATTR", "LOAD_METHOD", "STORE_ATTR", "PUSH_NULL", "PRECALL", "CALL", "KW_NAMES",
+    "CALL_FUNCTION_EX", "POP_TOP", "COPY", "SWAP", "RETURN_VALUE", "BINARY_OP", "COMPARE_OP", "IS_OP",
+    "CONTAINS_OP", "UNARY_NOT", "UNARY_NEGATIVE", "BUILD_TUPLE", "BUILD_LIST", "BUILD_MAP",
+    "BUILD_CONST_KEY_MAP", "BUILD_STRING", "FORMAT_VALUE", "LIST_EXTEND", "LIST_TO_TUPLE", "DICT_MERGE",
+    "DICT_UPDATE", "BINARY_SUBSCR", "GET_ITER", "FOR_ITER", "JUMP_FORWARD", "JUMP_BACKWARD",
+    "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_FORWARD_IF_NONE",
+    "POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_TRUE",
+    "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE", "JUMP_IF_FALSE_OR_POP",
+    "JUMP_IF_TRUE_OR_POP",
+})
+_CONSTRUCTORS = ("__init__", "__new__")
+_NOT_ATTRIBUTES = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", *_CONSTRUCTORS})
+
+
+def constructor_effect_reason(cls: type) -> str | None:
+    """Why running `cls(*constants)` for real while tracing could do more than fill in the
+    new instance (Note [Exception constructors run while tracing]); None when it cannot."""
+    user = [k for k in cls.__mro__ if k.__module__ != "builtins"]
+    defined = {name for k in user for name in vars(k)} - _NOT_ATTRIBUTES
+    for hook in ("__setattr__", "__getattribute__", "__getattr__", "__delattr__"):
+        if hook in defined:
+            return f"its class defines {hook}"
+    for k in user:
+        for name in _CONSTRUCTORS:
+            if name not in vars(k):
+                continue
+            fn = vars(k)[name]
+            fn = getattr(fn, "__func__", fn)  # `__new__` is a staticmethod
+            if not isinstance(fn, types.FunctionType):
+                return f"{k.__qualname__}.{name} is not a Python function"
+            why = _constructor_code_reason(fn, defined, writes_self=name == "__init__")
+            if why is not None:
+                return f"{k.__qualname__}.{name} {why}"
+    return None
+
+
+def _constructor_code_reason(fn: types.FunctionType, defined: set, writes_self: bool) -> str | None:
+    code = fn.__code__
+    if set(code.co_freevars) - {"__class__"}:
+        return "closes over variables of an enclosing function"
+    self_name = code.co_varnames[0] if code.co_argcount else None
+    insts = list(dis.get_instructions(code))
+    for i, inst in enumerate(insts):
+        op, name = inst.opname, inst.argval
+        if op not in _PURE_CONSTRUCTOR_OPS:
+            return f"runs {op}"
+        if op == "LOAD_GLOBAL" and (name != "super" or name in fn.__globals__):
+            return f"reads the global {name}"
+        if op in ("LOAD_ATTR", "LOAD_METHOD", "STORE_ATTR") and name in defined:
+            return f"uses {name}, which its classes define"
+        if op == "STORE_ATTR" and not (writes_self and insts[i - 1].opname == "LOAD_FAST"
+                                       and insts[i - 1].argval == self_name):
+            return f"writes the attribute {name} of an object other than the new instance"
+        if op in ("STORE_FAST", "DELETE_FAST") and name == self_name:
+            return f"rebinds {self_name}"
+    return None
+
+
 def construct_exception(tx, cls: type, args: list, kwargs: dict) -> ExceptionVariable:
     """`cls(*args)` for a plain exception class (`is_plain_exception_class`)."""
     if kwargs:
@@ -237,6 +339,9 @@ def as_exception(tx, vt: VariableTracker) -> ExceptionVariable:
         return new_exception(tx, vt)
     if issubclass(kind, BaseException):
         real = getattr(vt, "value", None)
+        if vt.source is not None:  # its args and attributes would be read unguarded, and it is rebuilt as a copy
+            tx.unsupported(f"raising {vt.describe()}, an exception object made outside the traced code",
+                           category="unsupported exception")
         if isinstance(real, BaseException):  # an instance made by a user __init__ at trace time
             return ExceptionVariable.from_real(real)
         tx.unsupported(f"raising {vt.describe()}", category="unsupported exception")
