@@ -1,15 +1,18 @@
 """Differential runner: one fuzz program, eager vs `bytegraph.compile`, compared in full.
 
 The program's source is executed twice, into two fresh module namespaces (so each side has
-its own globals, classes, modules and mutable defaults). `fuzzed` is called `calls` times on
-both sides, each call on fresh inputs from `make_inputs(call)` (the same values on both
+its own globals, classes, modules and mutable defaults); each is
+`sys.modules["fuzz_program"]` while its side loads or runs a call, so
+`sys.modules[__name__].__dict__` is the program's globals. `fuzzed` is called `calls` times
+on both sides, each call on fresh inputs from `make_inputs(call)` (the same values on both
 sides; the torch RNG is seeded before every call), and after every call the runner compares:
-the return value (tensors with `torch.testing.assert_close`, exact dtype/shape/requires_grad;
-containers and user objects structurally, classes by qualified name since each side has its
-own), stdout, the exception (type and message), the arguments (mutated tensors, the `st`
-object), the whole module namespace (globals, containers, objects' `__dict__`, modules'
-parameters and buffers, functions' defaults), the grad mode, and after `backward()` of the
-outputs the gradients of the inputs and of every parameter.
+the return value (tensors with `torch.testing.assert_close`, exact
+dtype/shape/requires_grad; containers and user objects structurally, classes by qualified
+name since each side has its own), stdout, the exception (type, message, args, attributes,
+cause and context), the arguments (mutated tensors, the `st` object), the whole module
+namespace (globals, containers, objects' `__dict__`, modules' parameters and buffers,
+functions' defaults), the grad mode, and after `backward()` of the outputs the gradients of
+the inputs and of every parameter.
 
 Verdicts (`CLASSES`): ok, mismatch (both returned or raised alike, but something observable
 differs), raises_compiled, raises_eager, diff_exception, timeout (the compiled side hung),
