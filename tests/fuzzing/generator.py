@@ -48,6 +48,14 @@ CONSTRUCTS = {
     "modules": "small nn.Modules (Linear/Sequential, a user Module with a buffer) as globals",
     "itertools": "itertools.chain/islice/accumulate objects, partly consumed before a break",
     "collections": "collections.deque/defaultdict/OrderedDict/Counter",
+    "globals_dict": "globals the function creates and reads back through globals()/vars(module)/"
+                    "sys.modules[__name__].__dict__, deleted on some calls (presence changes between calls)",
+    "dynamic_raise": "ints varying across calls (call counter, input size, `n`) in arithmetic/indexing that "
+                     "raises on some calls, inside try/except ZeroDivisionError/IndexError logging in the handler",
+    "effects_raise": "global rebinds, list/dict/attribute/tensor mutations, then (on some calls) an exception "
+                     "leaving the function",
+    "custom_exc": "an exception class with a custom __init__ (FuzzError(msg, code)) raised, caught, re-raised "
+                  "(bare, by name, chained) across graph breaks, `e.code` read in the handler",
 }
 BREAK_KINDS = {
     "brk_print": "print(...)",
@@ -67,6 +75,7 @@ PLACES = {
     "in_comprehension": "a break inside a list/dict comprehension",
     "in_closure": "a break inside a nested function",
     "in_method": "a break inside a user method or a module's forward",
+    "in_except": "a break inside an except handler (before `e.code` is read or the exception re-raised)",
 }
 FEATURES = {**CONSTRUCTS, **BREAK_KINDS, **PLACES}
 FULL_PROFILE = frozenset(FEATURES)
@@ -74,6 +83,7 @@ FULL_PROFILE = frozenset(FEATURES)
 PREAMBLE = '''\
 import collections
 import itertools
+import sys
 import time
 
 import torch
@@ -88,6 +98,7 @@ class State:
         self.log = [call]
         self.count = call
         self.d = {{"a": call}}
+        self.items = list(range(call + 1))
 
 
 def make_inputs(call):
@@ -122,6 +133,7 @@ class ProgramGenerator:
         self.frame = Frame(["x", "y"], ["n"], root=True)
         self.breaks = [b for b in BREAK_KINDS if b in self.on]
         self.snippets = [(name, feat, w) for name, feat, w in _SNIPPETS if feat in self.on]
+        self.defined: set[str] = set()
 
     # ---- helpers --------------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:
@@ -579,6 +591,184 @@ class ProgramGenerator:
         self.emit("finally:", ind)
         self.emit("LOG.append(len(LOG))" if not self.frame.root else "st.count += 1", ind + 1)
 
+    # ---- globals made by the function, read through globals() ----------------------------------
+    def s_globals_dict(self, ind):
+        g = self.fresh("GD")
+        self.uses_global(g)
+        q = repr(g)
+        make = self.r.choice(["get", "in", "name", "module", "setdefault"])
+        if make == "get":
+            self.emit(f"{g} = globals().get({q}, 0) + 1", ind)
+        elif make == "in":
+            self.emit(f"if {q} in globals():", ind)
+            self.emit(f"globals()[{q}] += {self.n()} % 2 + 1", ind + 1)
+            self.emit("else:", ind)
+            self.emit(f"globals()[{q}] = 1", ind + 1)
+        elif make == "name":
+            nm = self.fresh("nm")
+            self.emit(f"{nm} = {q}", ind)
+            self.emit(f"globals()[{nm}] = globals().get({nm}, {self.n()} % 2) + 1", ind)
+        elif make == "module":
+            self.emit(f"sys.modules[__name__].__dict__[{q}] = vars(sys.modules[__name__]).get({q}, 0) + 1", ind)
+        else:
+            self.emit(f"globals().setdefault({g + 'L'!r}, [0]).append({self.n()})", ind)
+            self.emit(f"{g} = len(globals()[{g + 'L'!r}])", ind)
+        self.maybe_break(ind)
+        read = self.r.choice([f"globals()[{q}]", f"{g}", f"vars(sys.modules[__name__])[{q}]",
+                              f"sys.modules[__name__].__dict__.get({q}, -1)", f"({q} in globals()) + {g}"])
+        v = self.new_n(f"{read} + {self.n()}", ind)
+        self.new_t(f"{self.t()} * globals().get({q}, 0)", ind)
+        self.maybe_break(ind)
+        if self.r.random() < 0.7:  # gone on some calls: the next call creates it again
+            self.emit(f"if {g} % 2 == 0:", ind)
+            how = self.r.choice([f"del {g}", f"del globals()[{q}]", f"globals().pop({q})",
+                                 f"del sys.modules[__name__].__dict__[{q}]"])
+            self.emit(how, ind + 1)
+            self.emit(f"LOG.append(({q} in globals(), {v}))", ind)
+
+    # ---- ints varying across calls in arithmetic that raises ----------------------------------------
+    def dyn(self, ind) -> str:
+        """An int expression whose value changes from call to call."""
+        opts = [self.n()]
+        if self.frame.root:
+            opts += ["st.count", "len(st.items)", "n", "len(st.log) + st.count"]
+        if self.r.random() < 0.3:
+            cn = self.fresh("CN")
+            self.top_def([f"{cn} = 0"])
+            self.uses_global(cn)
+            self.emit(f"{cn} += 1", ind)
+            return cn
+        return self.r.choice(opts)
+
+    def raising_int(self, d) -> tuple[str, str, str]:
+        """(expression, exception type, kind) of an expression of `d` raising for some of its values."""
+        c = self.r.randint(0, 2)
+        kind = self.r.choice(["truediv", "floordiv", "mod", "list_index", "tensor_index"])
+        if kind == "truediv":
+            return f"{self.r.choice(['1.5', '6', '-3.0'])} / ({d} % {c + 2})", "ZeroDivisionError", "num"
+        if kind == "floordiv":
+            return f"{self.n()} // ({d} - {c})", "ZeroDivisionError", "num"
+        if kind == "mod":
+            return f"({self.n()} + 7) % ({d} - {c})", "ZeroDivisionError", "num"
+        if kind == "list_index":
+            return f"[{self.n()}, {self.n()}, 5][{d} * 2 - {c}]", "IndexError", "num"
+        return f"{self.t()}[{d} * 2 - {c}]", "IndexError", "tensor"
+
+    def s_dyn_raise(self, ind):
+        d = self.dyn(ind)
+        expr, exc, kind = self.raising_int(d)
+        caught = self.r.choice([exc, exc, "(ZeroDivisionError, IndexError)",
+                                "ArithmeticError" if exc == "ZeroDivisionError" else "LookupError"])
+        q, v, e = self.fresh("q"), self.fresh("t"), self.fresh("e")
+        self.emit("try:", ind)
+        with self.scope(), self.place("in_try"):
+            self.maybe_break(ind + 1)
+            self.emit(f"{q} = {expr}", ind + 1)
+            self.maybe_break(ind + 1)
+            use = f"{self.t()} * {q}" if kind == "num" else f"{self.t()} + {q}"
+            self.emit(f"{v} = {use}", ind + 1)
+        self.emit(f"except {caught} as {e}:", ind)
+        with self.scope(), self.place("in_except"):
+            log = self.r.choice([f"LOG.append((type({e}).__name__, str({e}), {d}))",
+                                 f"LOG.append({d})" if not self.frame.root else f"st.log.append(str({e}))"])
+            self.emit(log, ind + 1)
+            self.maybe_break(ind + 1)
+            self.emit(f"{v} = {self.t()} * 0.5 - {d}", ind + 1)
+        self.frame.tensors.append(v)
+
+    # ---- side effects, then an exception leaving the function ---------------------------------------
+    def s_effects_raise(self, ind):
+        s, lst, dct = self.fresh("S"), self.fresh("SL"), self.fresh("SD")
+        self.top_def([f"{s} = 1.0", f"{lst} = []", f"{dct} = {{}}", f"{s}T = torch.zeros(3, 4)"])
+        self.uses_global(s)
+        self.emit(f"{s} = {s} * 1.5", ind)
+        d = self.dyn(ind)
+        effects = [f"{lst}.append({d})", f"{dct}[{d}] = {self.t()}.sum()", f"{dct}.setdefault('n', []).append({s})",
+                   f"{s}T.add_({self.t()}.detach())", f"LOG.append(({s!r}, {s}))"]
+        if self.frame.root:
+            effects += [f"st.log.append({s})", f"st.d['e'] = {d}", f"st.last = {self.t()} * {s}", "st.count += 1",
+                        f"del st.d['a']" if self.r.random() < 0.2 else "st.items.append(0)"]
+        for i, eff in enumerate(self.r.sample(effects, self.r.randint(2, 4))):
+            self.emit(eff, ind)
+            if i == 0:
+                self.maybe_break(ind)
+        self.maybe_break(ind)
+        how = self.r.choice(["if", "if", "arith", "custom"] if "custom_exc" in self.on else ["if", "if", "arith"])
+        if how == "arith":
+            expr, _, _ = self.raising_int(d)  # raises for some values of `d`
+            self.emit(f"{self.fresh('q')} = {expr}", ind)
+        else:
+            self.emit(f"if {d} % 3 == {self.r.randint(0, 2)}:", ind)
+            if how == "custom":
+                err = self.fuzz_error()
+                self.emit(f"raise {err}(f'effects {{{s}}}', len({lst}))", ind + 1)
+            else:
+                exc = self.r.choice(["ValueError", "KeyError", "RuntimeError"])
+                self.emit(f"raise {exc}(f'after effects {{{s}}} {{len({lst})}}')", ind + 1)
+        self.new_t(f"{self.t()} * {s} + {s}T", ind)
+
+    # ---- an exception class with a custom __init__ -------------------------------------------------
+    def fuzz_error(self) -> str:
+        if "FuzzError" not in self.defined:
+            self.defined.add("FuzzError")
+            self.top.insert(0, "\n".join([
+                "class FuzzError(Exception):", "    def __init__(self, msg, code):", "        super().__init__(msg)",
+                "        self.code = code"]))
+        return "FuzzError"
+
+    def s_custom_exc(self, ind):
+        err = self.fuzz_error()
+        d = self.dyn(ind)
+        v, e = self.fresh("t"), self.fresh("e")
+        kind = self.r.choice(["helper", "reraise", "reraise", "escape"])
+        if kind == "helper":
+            fe = self.fresh("fe")
+            self.top_def([f"def {fe}(a, k):", "    LOG.append(('fe', k))", "    if k % 2 == 0:",
+                          f"        raise {err}(f'fe {{k}}', k * 3 + 1)", "    return a + k"])
+            self.emit("try:", ind)
+            with self.scope(), self.place("in_try"):
+                self.maybe_break(ind + 1)
+                self.emit(f"{v} = {fe}({self.t()}, {d})", ind + 1)
+                self.maybe_break(ind + 1)
+            self.emit(f"except {self.r.choice([err, err, 'Exception'])} as {e}:", ind)
+            with self.scope(), self.place("in_except"):
+                self.maybe_break(ind + 1)
+                self.emit(f"LOG.append(({e}.code, str({e}), {e}.args))", ind + 1)
+                self.emit(f"{v} = {self.t()} * {e}.code", ind + 1)
+            self.frame.tensors.append(v)
+            return
+        # raised in an inner try, caught, changed and re-raised: to an outer handler or out of the function
+        escape = kind == "escape"
+        base = ind if escape else ind + 1
+        if not escape:
+            self.emit("try:", ind)
+        with self.scope(), self.place("in_try"):
+            self.emit("try:", base)
+            with self.scope():
+                self.maybe_break(base + 1)
+                self.emit(f"if {d} % 2 == {self.r.randint(0, 1)}:", base + 1)
+                self.emit(f"raise {err}(f'inner {{{d}}}', {d})", base + 2)
+                self.new_t(f"{self.t()} + {d}", base + 1)
+            self.emit(f"except {err} as {e}:", base)
+            with self.place("in_except"):
+                self.emit(self.r.choice([f"{e}.code += 1", f"{e}.code = {e}.code * 2 + 1"]), base + 1)
+                self.maybe_break(base + 1)
+                self.emit(f"LOG.append({e}.code)", base + 1)
+                self.emit(self.r.choice(["raise", f"raise {e}", f"raise {err}(str({e}) + '!', {e}.code + 1) from {e}",
+                                         f"raise ValueError({e}.code)"]), base + 1)
+            self.emit(f"{v} = {self.t()} * 2", base)
+        if escape:
+            self.frame.tensors.append(v)
+            return
+        e2 = self.fresh("e")
+        self.emit(f"except ({err}, ValueError) as {e2}:", ind)
+        with self.scope(), self.place("in_except"):
+            self.maybe_break(ind + 1)
+            self.emit(f"LOG.append((type({e2}).__name__, str({e2}), getattr({e2}, 'code', None), "
+                      f"type({e2}.__cause__).__name__))", ind + 1)
+            self.emit(f"{v} = {self.t()} * len(str({e2}))", ind + 1)
+        self.frame.tensors.append(v)
+
     # ---- context managers and grad mode --------------------------------------------------------------
     def s_ctx_manager(self, ind):
         cm = self.fresh("CM")
@@ -694,6 +884,8 @@ _SNIPPETS = [
     ("generator", "generators", 1), ("exception", "exceptions", 1), ("raise", "raises", 0.3),
     ("try_finally", "try_finally", 1), ("ctx_manager", "ctx_manager", 1), ("no_grad", "no_grad", 1),
     ("hook", "hooks", 1), ("module", "modules", 1), ("itertools", "itertools", 1), ("collections", "collections", 1),
+    ("globals_dict", "globals_dict", 1), ("dyn_raise", "dynamic_raise", 1), ("effects_raise", "effects_raise", 0.4),
+    ("custom_exc", "custom_exc", 1),
 ]
 
 

@@ -1,15 +1,18 @@
 """Differential runner: one fuzz program, eager vs `bytegraph.compile`, compared in full.
 
 The program's source is executed twice, into two fresh module namespaces (so each side has
-its own globals, classes, modules and mutable defaults). `fuzzed` is called `calls` times on
-both sides, each call on fresh inputs from `make_inputs(call)` (the same values on both
+its own globals, classes, modules and mutable defaults); each is
+`sys.modules["fuzz_program"]` while its side loads or runs a call, so
+`sys.modules[__name__].__dict__` is the program's globals. `fuzzed` is called `calls` times
+on both sides, each call on fresh inputs from `make_inputs(call)` (the same values on both
 sides; the torch RNG is seeded before every call), and after every call the runner compares:
-the return value (tensors with `torch.testing.assert_close`, exact dtype/shape/requires_grad;
-containers and user objects structurally, classes by qualified name since each side has its
-own), stdout, the exception (type and message), the arguments (mutated tensors, the `st`
-object), the whole module namespace (globals, containers, objects' `__dict__`, modules'
-parameters and buffers, functions' defaults), the grad mode, and after `backward()` of the
-outputs the gradients of the inputs and of every parameter.
+the return value (tensors with `torch.testing.assert_close`, exact
+dtype/shape/requires_grad; containers and user objects structurally, classes by qualified
+name since each side has its own), stdout, the exception (type, message, args, attributes,
+cause and context), the arguments (mutated tensors, the `st` object), the whole module
+namespace (globals, containers, objects' `__dict__`, modules' parameters and buffers,
+functions' defaults), the grad mode, and after `backward()` of the outputs the gradients of
+the inputs and of every parameter.
 
 Verdicts (`CLASSES`): ok, mismatch (both returned or raised alike, but something observable
 differs), raises_compiled, raises_eager, diff_exception, timeout (the compiled side hung),
@@ -28,6 +31,7 @@ import linecache
 import logging
 import math
 import signal
+import sys
 import types
 import warnings
 from dataclasses import dataclass, field
@@ -98,13 +102,35 @@ class Mismatch(AssertionError):
 
 # ----------------------------------------------------------------------------- loading and calling
 
+MODULE_NAME = "fuzz_program"
+
+
+@contextlib.contextmanager
+def as_module(ns: dict):
+    """`sys.modules[__name__]` is the module of `ns` while its side loads or runs a call, so a
+    program reads its globals through `sys.modules[__name__].__dict__` / `vars(module)` (both
+    sides share the name `fuzz_program`, so their classes compare equal by qualified name)."""
+    old = sys.modules.get(MODULE_NAME)
+    sys.modules[MODULE_NAME] = ns["__fuzz_module__"]
+    try:
+        yield
+    finally:
+        if old is None:
+            sys.modules.pop(MODULE_NAME, None)
+        else:
+            sys.modules[MODULE_NAME] = old
+
+
 def load(src: str, filename: str, seed: int) -> dict:
     """A fresh module namespace with the program run in it (the torch RNG seeded first, so both
     sides build equal nn.Modules)."""
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-    ns = {"__name__": "fuzz_program"}
+    module = types.ModuleType(MODULE_NAME)
+    ns = module.__dict__
+    ns["__fuzz_module__"] = module
     torch.manual_seed(seed)
-    exec(compile(src, filename, "exec"), ns)
+    with as_module(ns):
+        exec(compile(src, filename, "exec"), ns)
     return ns
 
 
@@ -122,13 +148,13 @@ def alarm(seconds: float):
         signal.signal(signal.SIGALRM, old)
 
 
-def call(fn, inputs, seed: int, timeout: float) -> CallResult:
+def call(fn, inputs, seed: int, timeout: float, ns: dict) -> CallResult:
     args, kwargs = inputs
     res = CallResult(args=(args, kwargs))
     buf = io.StringIO()
     torch.manual_seed(seed)
     torch.set_grad_enabled(True)
-    with contextlib.redirect_stdout(buf), alarm(timeout):
+    with contextlib.redirect_stdout(buf), as_module(ns), alarm(timeout):
         try:
             res.out = fn(*args, **kwargs)
         except Exception as e:
@@ -231,6 +257,14 @@ def namespace_state(ns: dict) -> dict:
     return {k: v for k, v in ns.items() if not k.startswith("__") and not isinstance(v, types.ModuleType)}
 
 
+def exception_state(exc: BaseException) -> dict:
+    """What a handler or a traceback can see of an exception besides its type and message: its
+    args, its attributes (`e.code` of a custom exception) and what it was raised from/during."""
+    chained = {k: None if v is None else (type(v).__name__, str(v))
+               for k, v in (("cause", exc.__cause__), ("context", exc.__context__))}
+    return {"args": exc.args, "attrs": dict(vars(exc)) if hasattr(exc, "__dict__") else {}, **chained}
+
+
 def compare_call(e: CallResult, c: CallResult, ens: dict, cns: dict) -> str | None:
     """None when the two calls agree, else the verdict class (detail in the raised Mismatch)."""
     if e.exc is not None or c.exc is not None:
@@ -241,6 +275,7 @@ def compare_call(e: CallResult, c: CallResult, ens: dict, cns: dict) -> str | No
         if type(e.exc).__name__ != type(c.exc).__name__ or str(e.exc) != str(c.exc):
             raise _Verdict("diff_exception", f"compiled {type(c.exc).__name__}: {c.exc}; eager "
                                              f"{type(e.exc).__name__}: {e.exc}")
+        same(exception_state(e.exc), exception_state(c.exc), "exception")
     else:
         same(e.out, c.out, "output")
     if e.stdout != c.stdout:
@@ -376,11 +411,11 @@ def run_source(src: str, seed: int = 0, calls: int = 3, backend=None, timeout: f
                 except Exception as err:
                     return Verdict("invalid", f"make_inputs: {type(err).__name__}: {err}", i, stats)
                 try:
-                    e = call(ens["fuzzed"], inputs[0], seed, timeout)
+                    e = call(ens["fuzzed"], inputs[0], seed, timeout, ens)
                 except FuzzTimeout as err:
                     return Verdict("invalid", f"eager: {err}", i, stats)
                 try:
-                    c = call(compiled, inputs[1], seed, timeout)
+                    c = call(compiled, inputs[1], seed, timeout, cns)
                 except FuzzTimeout as err:
                     _reset(force=True)
                     return Verdict("timeout", str(err), i, stats)
