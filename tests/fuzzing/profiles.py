@@ -9,17 +9,13 @@ entry here, and the CI fuzz test covers the feature again.
 
 CI_EXCLUDED (feature -> the regression test in test_known_failures.py of the open failure
 class that excludes it). The four classes found first (stale dict views, stale list iterators,
-dict iterators after a resize, keyword calls breaking inside a user `with`) are fixed. Open:
-`custom_exc` (an exception class with a custom `__init__`, `e.code` changed in the handler and
-re-raised), which hits three classes: an attribute written on a caught exception is lost, a
-bare `raise` after such a write raises RuntimeError, and a bare `raise` resumed after a break
-in the handler raises RuntimeError (the last also has strict xfails in tests/test_exceptions.py).
+dict iterators after a resize, keyword calls breaking inside a user `with`) are fixed, and so
+are the three `custom_exc` hit (an attribute written on a caught exception lost, a bare `raise`
+after such a write, a bare `raise` resumed after a break in the handler). None is open.
 """
 from .generator import FULL_PROFILE
 
-CI_EXCLUDED: dict = {
-    "custom_exc": "test_attribute_write_on_a_caught_exception",  # and the two bare-raise tests after it
-}
+CI_EXCLUDED: dict = {}
 
 PROFILES = {
     "full": FULL_PROFILE,

@@ -3,9 +3,10 @@
 A class still open is a strict xfail with its reason, and the generator feature producing
 it is left out of the CI fuzz profile (`profiles.CI_EXCLUDED`); a fixed class stays here as
 a regression test, its feature back in the CI profile. The first four classes are fixed
-(live views and iterators; body copies entered before KW_NAMES at a break); the three found
-by the `custom_exc` feature (a caught exception's attribute writes, bare `raise` after one,
-bare `raise` after a break in the handler) are open.
+(live views and iterators; body copies entered before KW_NAMES at a break), and so are the
+three found by the `custom_exc` feature (a caught exception's attribute writes, bare `raise`
+after one, bare `raise` after a break in the handler: the handled exception re-entered and
+exception constructors checked before they run at trace time, tests/test_exceptions.py).
 
 Each program was found by `python -m tests.fuzzing`, shrunk by `tests/fuzzing/shrink.py` and
 then reduced by hand; it runs through the fuzz runner exactly like a generated program
@@ -88,8 +89,6 @@ class FuzzError(Exception):
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="open: an attribute written on a caught exception (`e.code += 1`) is lost; "
-                   "a later read in the same frame sees the value from the constructor (silent mismatch)")
 def test_attribute_write_on_a_caught_exception():
     """attribute write on a caught exception: `e.code += 1` in the handler, then `e.code` read 0 (eager 1)."""
     assert_ok(FUZZ_ERROR + '''
@@ -102,8 +101,6 @@ def fuzzed(x, y, n, st):
 ''')
 
 
-@pytest.mark.xfail(strict=True, reason="open: a bare `raise` after an attribute write on the caught exception "
-                   "raises RuntimeError: No active exception to reraise (no graph break involved)")
 def test_bare_raise_after_an_attribute_write_on_the_caught_exception():
     """bare raise after `e.code += 1`: RuntimeError (No active exception to reraise) only compiled."""
     assert_ok(FUZZ_ERROR + '''
@@ -119,9 +116,6 @@ def fuzzed(x, y, n, st):
 ''')
 
 
-@pytest.mark.xfail(strict=True, reason="open (being fixed, tests/test_exceptions.py has its strict xfails): a bare "
-                   "`raise` in an except block resumed after a graph break raises RuntimeError: No active exception "
-                   "to reraise")
 def test_bare_raise_in_a_handler_resumed_after_a_break():
     """bare raise after a break in the handler: the print breaks the graph, the resumed `raise` has no exception."""
     assert_ok(FUZZ_ERROR + '''
