@@ -1,0 +1,507 @@
+"""Verify mode (`bytegraph.config.verify`, `BYTEGRAPH_VERIFY=1`): every call of a top-level
+compiled function (what the user called: `bytegraph.compile(fn)`, a compiled module or
+callable object; not resume functions or graph-broken callees, whose calls are part of
+the top-level call) that runs a compiled cache entry also runs the original function
+eagerly on deep copies, and the two runs are compared.
+
+This module owns the whole mode:
+- which entry the call runs (the wrapper's guards, or a miss that captures one), and
+  which calls are skipped (an eager entry; uncopyable arguments or state, with a note);
+- the copies: the bound arguments (a method's `self`, a module's parameters, buffers and
+  attributes among them), the closure cells of the function, and the globals that its
+  code, the code of the same-module functions and classes it names, and the methods of
+  its arguments' classes read or write (one `copy.deepcopy` with a shared memo, so
+  aliasing between them is kept; modules are shared, never copied);
+- the eager rerun: first, on the copies (the copies are put in the real globals dicts
+  and cells for its duration and the originals put back after it; top-level compiled
+  functions it calls run their original code), with torch's RNG state saved before and
+  restored before the compiled run, so both runs draw the same numbers;
+- the comparison of outputs, arguments after the call, globals and cells (by name) and
+  exceptions (type and message), with the rules of `tests/helpers.py::assert_same`;
+- the report: `VerifyError` raised after the compiled call (mode `True`), or one error
+  logged on the `verify` topic (mode `"warn"`), and `bytegraph.counters["verify"]`
+  (`checked`, `differences`, `skipped`).
+
+The user's real arguments and state see exactly one execution, the compiled one.
+Everything here runs only when the mode is on: a top-level wrapper checks
+`config.verify` once per call (Note [Verify line] in `runtime/compiled_function.py`).
+"""
+from __future__ import annotations
+
+import copy
+import dis
+import functools
+import math
+import random
+import sys
+import threading
+import types
+from dataclasses import dataclass, field
+
+import torch
+
+from .counters import counters
+from .logs import logger
+
+
+class VerifyError(AssertionError):
+    """A compiled call that does not agree with the eager run of the same call.
+
+    An AssertionError, not a RuntimeError: it is a failed consistency check of the
+    compiler (pytest reports it as a failure, with the text), and user code and libraries
+    commonly catch RuntimeError (what torch raises) to fall back, which would hide it."""
+
+
+_ABSENT = object()  # a global not defined, an empty cell
+_SHAREABLE = (type(threading.Lock()), type(threading.RLock()))  # uncopyable, harmless to use twice
+_COPY_ERRORS = (TypeError, copy.Error, RuntimeError, AttributeError, ValueError)  # what deepcopy raises on
+# what it cannot copy (pickling refused, a non-leaf tensor, a `__reduce__` that does not round-trip)
+_MAX_FUNCTIONS = 256  # functions whose code is read to find the globals of a call
+_state = threading.local()  # `eager`: True while this thread runs an eager rerun
+
+
+# ---- the entry point ---------------------------------------------------------------------
+
+def run(compiled, call, values: tuple):
+    """The call of a top-level wrapper in verify mode: `call(fn, *values)` calls `fn` as the
+    user called the wrapper (`values`: the bound arguments, in `compiled.argnames` order)."""
+    if getattr(_state, "eager", False):  # inside another function's eager rerun: all eager
+        return call(compiled.fn, *values)
+    index, entry, fn = _select(compiled, values)
+    if entry is None or entry.kind != "compiled":
+        return call(fn, *values)
+    slots = _slots(compiled.fn, values)
+    copies = _copy_state(values, slots, compiled.argnames)
+    if copies.skip:
+        _note_skip(compiled, values, copies.skip)
+        return call(fn, *values)
+    rng = _rng_state()
+    eager = _run_eager(compiled.fn, call, copies, slots)
+    _set_rng_state(rng)
+    real = _run(call, entry.fn, values)
+    real.values, real.slots = values, [slot.get() for slot in slots]
+    counters["verify"]["checked"] += 1
+    difference = _difference(eager, real, compiled, slots, copies)
+    if difference is not None:
+        _report(compiled, values, index, entry, difference, copies, real.exc)
+    if real.exc is not None:
+        raise real.exc
+    return real.out
+
+
+def _select(compiled, values):
+    """(index, entry, function) the call runs, as the wrapper would choose them."""
+    for index, entry in enumerate(compiled.entries):
+        if entry.guards.fn(*values):
+            return index, entry, entry.fn
+    fn = compiled.miss(len(compiled.entries), *values)
+    for index, entry in enumerate(compiled.entries):
+        if entry.fn is fn:
+            return index, entry, fn
+    return None, None, fn  # the cache limit, or a capture that could not be cached
+
+
+# ---- state the call can reach --------------------------------------------------------------
+
+class Slot:
+    """One place the call may read or write besides its arguments: a global or a cell."""
+
+    __slots__ = ("holder", "key", "label")
+
+    def __init__(self, holder, key, label: str):
+        self.holder, self.key, self.label = holder, key, label
+
+    def get(self):
+        if isinstance(self.holder, dict):
+            return self.holder.get(self.key, _ABSENT)
+        try:
+            return self.holder.cell_contents
+        except ValueError:  # an empty cell
+            return _ABSENT
+
+    def set(self, value) -> None:
+        if isinstance(self.holder, dict):
+            if value is _ABSENT:
+                self.holder.pop(self.key, None)
+            else:
+                self.holder[self.key] = value
+        elif value is _ABSENT:
+            try:
+                del self.holder.cell_contents
+            except ValueError:
+                pass
+        else:
+            self.holder.cell_contents = value
+
+
+def _slots(fn: types.FunctionType, values: tuple) -> list:
+    """The globals (of every module whose functions the call may run: the function's own,
+    its arguments' classes') and closure cells the call can read or write."""
+    slots = [Slot(cell, None, f"closure variable {name}")
+             for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())]
+    names: dict = {}  # id(globals dict) -> (dict, set of names)
+    queue = [fn, *_methods_of_arguments(values)]
+    seen: set = set()
+    while queue and len(seen) < _MAX_FUNCTIONS:
+        f = queue.pop()
+        if id(f) in seen or not _user_globals(f.__globals__):
+            continue
+        seen.add(id(f))
+        g = f.__globals__
+        read, written = _global_names(f.__code__)
+        wanted = names.setdefault(id(g), (g, set()))[1]
+        for name in read | written:
+            if name.startswith("__") or (name not in g and name not in written):
+                continue
+            wanted.add(name)
+            queue.extend(_functions_of(g.get(name), g))
+    for g, wanted in names.values():
+        module = g.get("__name__", "?")
+        slots.extend(Slot(g, name, f"global {name}" if g is fn.__globals__ else f"global {module}.{name}")
+                     for name in sorted(wanted))
+    return slots
+
+
+def _user_globals(g: dict) -> bool:
+    """Globals of user code (not bytegraph's, torch's or the standard library's)."""
+    name = g.get("__name__", "")
+    top = name.partition(".")[0]
+    return top not in ("bytegraph", "torch") and top not in sys.stdlib_module_names
+
+
+def _methods_of_arguments(values: tuple) -> list:
+    """The functions of the user classes of the arguments (a module's `forward`)."""
+    out = []
+    for cls in {type(v) for v in values}:
+        for klass in cls.__mro__:
+            if not _user_globals(sys.modules.get(klass.__module__, types.SimpleNamespace()).__dict__):
+                continue
+            out.extend(_functions_of(klass, None))
+    return out
+
+
+def _functions_of(value, g) -> list:
+    """Functions to read the code of: `value` if it is a function, a class's methods (a class
+    defined in the module of globals `g`, or any class when `g` is None)."""
+    if isinstance(value, types.FunctionType):
+        return [value]
+    if isinstance(value, type) and (g is None or getattr(value, "__module__", None) == g.get("__name__")):
+        out = []
+        for attr in vars(value).values():
+            attr = getattr(attr, "__func__", attr)  # staticmethod, classmethod
+            if isinstance(attr, property):
+                out.extend(f for f in (attr.fget, attr.fset, attr.fdel) if isinstance(f, types.FunctionType))
+            elif isinstance(attr, types.FunctionType):
+                out.append(attr)
+        return out
+    return []
+
+
+@functools.lru_cache(maxsize=4096)
+def _global_names(code: types.CodeType) -> tuple:
+    """(names `code` and its nested code may read as globals, names it stores or deletes)."""
+    read, written = set(code.co_names), set()
+    for inst in dis.get_instructions(code):
+        if inst.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
+            written.add(inst.argval)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            r, w = _global_names(const)
+            read |= r
+            written |= w
+    return frozenset(read), frozenset(written)
+
+
+# ---- copies ----------------------------------------------------------------------------------
+
+@dataclass
+class Copies:
+    values: tuple = ()
+    slots: list = field(default_factory=list)
+    shared: list = field(default_factory=list)  # (label, why): shared with the real run, not compared
+    skip: list = field(default_factory=list)    # (label, why): the call cannot be verified
+
+
+def _copy_state(values: tuple, slots: list, argnames: tuple) -> Copies:
+    """Deep copies of the arguments and of the slots' values, with one memo (aliasing kept).
+    What cannot be copied is shared when harmless (`_SHAREABLE`), else the call is skipped."""
+    originals = [slot.get() for slot in slots]
+    try:
+        copied_values, copied_slots = copy.deepcopy((values, originals), _memo((values, originals)))
+        return Copies(copied_values, copied_slots)
+    except _COPY_ERRORS:  # one of them cannot be copied: find which, one by one
+        pass
+    out = Copies()
+    copied_values = []
+    for i, value in enumerate(values):
+        ok, result = _copy_one(value)
+        copied_values.append(result)
+        if not ok:
+            out.skip.append((f"argument {argnames[i]}", result))
+    out.values = tuple(copied_values)
+    for slot, value in zip(slots, originals):
+        ok, result = _copy_one(value)
+        if ok:
+            out.slots.append(result)
+        elif isinstance(value, _SHAREABLE):
+            out.slots.append(value)
+            out.shared.append((slot.label, result))
+        else:
+            out.slots.append(value)
+            out.skip.append((slot.label, result))
+    return out
+
+
+def _copy_one(value) -> tuple:
+    """(True, copy) or (False, why it cannot be copied)."""
+    try:
+        return True, copy.deepcopy(value, _memo(value))
+    except _COPY_ERRORS as e:  # the value's type refuses to be copied (a note, never a crash)
+        return False, f"{type(value).__qualname__}: {type(e).__name__}: {e}"
+
+
+def _memo(root) -> dict:
+    """A deepcopy memo that shares modules and copies non-leaf tensors (which refuse
+    `deepcopy`) as detached clones with their `requires_grad`."""
+    memo = {id(m): m for m in list(sys.modules.values()) if m is not None}
+    stack, seen = [root], set()
+    while stack:
+        value = stack.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, torch.Tensor):
+            if not value.is_leaf:
+                memo[id(value)] = value.detach().clone().requires_grad_(value.requires_grad)
+        elif type(value) in (list, tuple, set, frozenset) or isinstance(value, tuple):
+            stack.extend(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+    return memo
+
+
+# ---- the two runs ----------------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    out: object = None
+    exc: BaseException | None = None
+    values: tuple = ()
+    slots: list = field(default_factory=list)
+
+
+def _run(call, fn, values) -> Outcome:
+    try:
+        return Outcome(out=call(fn, *values))
+    except Exception as e:  # the user's exception: compared, then re-raised by `run`
+        return Outcome(exc=e)
+
+
+def _run_eager(fn, call, copies: Copies, slots: list) -> Outcome:
+    """The original function on the copies: put in the real slots for the run, the
+    originals put back after it."""
+    originals = [slot.get() for slot in slots]
+    outer = getattr(_state, "eager", False)
+    _state.eager = True
+    try:
+        for slot, value in zip(slots, copies.slots):
+            slot.set(value)
+        outcome = _run(call, fn, copies.values)
+        outcome.values, outcome.slots = copies.values, [slot.get() for slot in slots]
+    finally:
+        _state.eager = outer
+        for slot, value in zip(slots, originals):
+            slot.set(value)
+    return outcome
+
+
+def _rng_state():
+    return torch.get_rng_state(), random.getstate()
+
+
+def _set_rng_state(state) -> None:
+    torch.set_rng_state(state[0])
+    random.setstate(state[1])
+
+
+# ---- comparison ------------------------------------------------------------------------------
+
+def _difference(eager: Outcome, real: Outcome, compiled, slots: list, copies: Copies):
+    """The first difference between the two runs, as text, or None."""
+    if (eager.exc is None) != (real.exc is None):
+        if eager.exc is None:
+            return f"exception: compiled raised {_exc_text(real.exc)}, eager returned {_short(eager.out)}"
+        return f"exception: eager raised {_exc_text(eager.exc)}, compiled returned {_short(real.out)}"
+    if eager.exc is not None:
+        if type(eager.exc) is not type(real.exc) or str(eager.exc) != str(real.exc):
+            return f"exception: compiled raised {_exc_text(real.exc)}, eager raised {_exc_text(eager.exc)}"
+    else:
+        found = _diff(eager.out, real.out, "output", set())
+        if found:
+            return found
+    for name, e, r in zip(compiled.argnames, eager.values, real.values):
+        found = _diff(e, r, name, set())
+        if found:
+            return f"argument after the call: {found}"
+    shared = {label for label, _ in copies.shared}
+    for slot, e, r in zip(slots, eager.slots, real.slots):
+        if slot.label in shared:
+            continue
+        found = _diff(e, r, slot.label, set())
+        if found:
+            return found
+    return None
+
+
+_BY_EQUALITY = (int, float, complex, bool, str, bytes, type(None), torch.dtype, torch.device, torch.Size,
+                range, slice, frozenset, set)
+
+
+def _diff(eager, real, path: str, seen: set):
+    """The first difference between an eager value and the compiled one (`path: what`), with
+    `tests/helpers.py::assert_same`'s rules; None if they agree."""
+    if eager is real:  # shared by both runs (a module, a class, an atomic value)
+        return None
+    key = (id(eager), id(real))
+    if key in seen:
+        return None
+    seen.add(key)
+    if eager is _ABSENT or real is _ABSENT:
+        if eager is real:
+            return None
+        return f"{path}: {'not defined' if real is _ABSENT else _short(real)} after the compiled call, " \
+               f"{'not defined' if eager is _ABSENT else _short(eager)} after eager"
+    if type(eager) is not type(real):
+        return f"{path}: compiled {type(real).__qualname__} ({_short(real)}), eager {type(eager).__qualname__} " \
+               f"({_short(eager)})"
+    if isinstance(eager, torch.Tensor):
+        return _tensor_diff(eager, real, path, seen)
+    if isinstance(eager, (list, tuple)) and not isinstance(eager, torch.Size):
+        if len(eager) != len(real):
+            return f"{path}: length {len(real)} compiled, {len(eager)} eager ({_short(real)} vs {_short(eager)})"
+        for i, (e, r) in enumerate(zip(eager, real)):
+            found = _diff(e, r, f"{path}[{i}]", seen)
+            if found:
+                return found
+        return None
+    if isinstance(eager, dict):
+        if list(eager) != list(real):
+            return f"{path}: keys {_short(list(real))} compiled, {_short(list(eager))} eager"
+        for k in eager:
+            found = _diff(eager[k], real[k], f"{path}[{k!r}]", seen)
+            if found:
+                return found
+        return None
+    if isinstance(eager, float) and math.isnan(eager) and math.isnan(real):
+        return None
+    if isinstance(eager, (types.ModuleType, type, types.BuiltinFunctionType)):
+        return f"{path}: compiled {_short(real)}, eager {_short(eager)}"
+    if isinstance(eager, torch.nn.Module) or _compares_by_identity(eager):
+        if isinstance(getattr(eager, "__dict__", None), dict):  # a copy: compare its attributes
+            return _diff(vars(eager), vars(real), f"{path}.__dict__", seen)
+        return None
+    if isinstance(eager, types.FunctionType):
+        return None if eager.__code__ is real.__code__ else f"{path}: compiled {real!r}, eager {eager!r}"
+    if isinstance(eager, types.MethodType):
+        if eager.__func__ is not real.__func__:
+            return f"{path}: compiled {real!r}, eager {eager!r}"
+        return _diff(eager.__self__, real.__self__, f"{path}.__self__", seen)
+    return _equal(eager, real, path)
+
+
+def _compares_by_identity(value) -> bool:
+    return not isinstance(value, _BY_EQUALITY) and type(value).__eq__ is object.__eq__
+
+
+def _equal(eager, real, path: str):
+    try:
+        same = bool(real == eager)
+    except Exception as e:  # a user `__eq__` that raises: not comparable, noted in the text
+        return None if real is eager else f"{path}: not comparable ({type(e).__name__}: {e})"
+    return None if same else f"{path}: compiled {_short(real)}, eager {_short(eager)}"
+
+
+def _tensor_diff(eager: torch.Tensor, real: torch.Tensor, path: str, seen: set):
+    for what in ("shape", "dtype", "device", "requires_grad"):
+        e, r = getattr(eager, what), getattr(real, what)
+        if e != r:
+            return f"{path}: {what} {tuple(r) if what == 'shape' else r} compiled, " \
+                   f"{tuple(e) if what == 'shape' else e} eager"
+    try:
+        torch.testing.assert_close(real.detach(), eager.detach(), equal_nan=True)
+    except AssertionError:
+        return f"{path}: values differ, {_max_abs(eager, real)} (compiled {_short(real)}, eager {_short(eager)})"
+    if getattr(eager, "__dict__", None) or getattr(real, "__dict__", None):
+        return _diff(vars(eager), vars(real), f"{path}.__dict__", seen)
+    return None
+
+
+def _max_abs(eager: torch.Tensor, real: torch.Tensor) -> str:
+    if eager.dtype is not torch.bool:
+        delta = (real.detach().to(torch.float64) - eager.detach().to(torch.float64)).abs()
+        return f"max abs difference {delta.max().item():g}" if delta.numel() else "empty"
+    return f"{int((real != eager).sum())} elements differ"
+
+
+def _short(value) -> str:
+    if isinstance(value, torch.Tensor) and value.numel() > 8:
+        return f"tensor of shape {tuple(value.shape)}, {value.dtype}"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _exc_text(exc: BaseException) -> str:
+    return f"{type(exc).__qualname__}({str(exc)!r})"
+
+
+# ---- reports ---------------------------------------------------------------------------------
+
+def _function_of(compiled, values) -> tuple:
+    """(qualified name, file:line) of what the user compiled (a module: its `forward`)."""
+    from .module_wrapper import forward_call
+
+    if compiled.fn is forward_call and values and isinstance(values[0], torch.nn.Module):
+        forward = getattr(type(values[0]).forward, "__code__", None)
+        where = f"{forward.co_filename}:{forward.co_firstlineno}" if forward else "?"
+        return f"{type(values[0]).__qualname__}.forward", where
+    code = compiled.code
+    return code.co_qualname, f"{code.co_filename}:{code.co_firstlineno}"
+
+
+def report_text(compiled, values, index: int, entry, difference: str, copies: Copies) -> str:
+    name, where = _function_of(compiled, values)
+    lines = [f"bytegraph verify: the compiled call of {name} ({where}) differs from eager:",
+             f"  {difference}",
+             f"cache entry {index} of {len(compiled.entries)} ({entry.reason or 'one graph'}); its guards:"]
+    lines += [f"  - {g.describe()}" + (f"  # {g.user_location}" if g.user_location else "")
+              for g in entry.guards.guards] or ["  (none)"]
+    if copies.shared:
+        lines.append("not copied (shared with the real run, not compared):")
+        lines += [f"  - {label}: {why}" for label, why in copies.shared]
+    return "\n".join(lines)
+
+
+def _report(compiled, values, index, entry, difference, copies, cause) -> None:
+    from .. import config
+
+    counters["verify"]["differences"] += 1
+    text = report_text(compiled, values, index, entry, difference, copies)
+    if config.verify == "warn":
+        logger("verify").error("%s", text)
+        return
+    raise VerifyError(text) from cause
+
+
+def _note_skip(compiled, values, skip: list) -> None:
+    """A call that cannot be verified: counted, and logged (a warning the first time for
+    each compiled function, then on the `verify` topic's debug level)."""
+    counters["verify"]["skipped"] += 1
+    name, where = _function_of(compiled, values)
+    text = (f"bytegraph verify: not verifying a call of {name} ({where}): cannot copy "
+            + "; ".join(f"{label} ({why})" for label, why in skip))
+    log = logger("verify")
+    if getattr(compiled, "verify_warned", False):
+        log.debug("%s", text)
+    else:
+        compiled.verify_warned = True
+        log.warning("%s", text)
