@@ -13,11 +13,13 @@ This module owns the whole mode:
   its arguments' classes read or write (one `copy.deepcopy` with a shared memo, so
   aliasing between them is kept; modules are shared, never copied);
 - the eager rerun: first, on the copies (the copies are put in the real globals dicts
-  and cells for its duration and the originals put back after it; top-level compiled
-  functions it calls run their original code), with torch's RNG state saved before and
-  restored before the compiled run, so both runs draw the same numbers;
-- the comparison of outputs, arguments after the call, globals and cells (by name) and
-  exceptions (type and message), with the rules of `tests/helpers.py::assert_same`;
+  and cells for its duration and the originals put back after it, globals it creates
+  removed; top-level compiled functions it calls run their original code; what it prints
+  is dropped), in the grad mode the user called in, with torch's and `random`'s RNG state
+  saved before it and restored before the compiled run, so both runs draw the same numbers;
+- the comparison of outputs, arguments after the call, the grad mode after the call,
+  globals and cells (by name; globals either run created too) and exceptions (type and
+  message), with the rules of `tests/helpers.py::assert_same`;
 - the report: `VerifyError` raised after the compiled call (mode `True`), or one error
   logged on the `verify` topic (mode `"warn"`), and `bytegraph.counters["verify"]`
   (`checked`, `differences`, `skipped`).
@@ -28,9 +30,11 @@ Everything here runs only when the mode is on: a top-level wrapper checks
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dis
 import functools
+import io
 import math
 import random
 import sys
@@ -67,6 +71,7 @@ def run(compiled, call, values: tuple):
     user called the wrapper (`values`: the bound arguments, in `compiled.argnames` order)."""
     if getattr(_state, "eager", False):  # inside another function's eager rerun: all eager
         return call(compiled.fn, *values)
+    grad_mode = torch.is_grad_enabled()  # the user's, before a miss's capture
     index, entry, fn = _select(compiled, values)
     if entry is None or entry.kind != "compiled":
         return call(fn, *values)
@@ -75,11 +80,7 @@ def run(compiled, call, values: tuple):
     if copies.skip:
         _note_skip(compiled, values, copies.skip)
         return call(fn, *values)
-    rng = _rng_state()
-    eager = _run_eager(compiled.fn, call, copies, slots)
-    _set_rng_state(rng)
-    real = _run(call, entry.fn, values)
-    real.values, real.slots = values, [slot.get() for slot in slots]
+    eager, real = _both_runs(compiled, call, values, entry, slots, copies, grad_mode)
     counters["verify"]["checked"] += 1
     difference = _difference(eager, real, compiled, slots, copies)
     if difference is not None:
@@ -87,6 +88,27 @@ def run(compiled, call, values: tuple):
     if real.exc is not None:
         raise real.exc
     return real.out
+
+
+def _both_runs(compiled, call, values, entry, slots: list, copies, grad_mode: bool) -> tuple:
+    """(eager outcome, compiled outcome): the eager run on the copies in the user's grad mode
+    and RNG state, then the entry on the real values in the state the wrapper would run it
+    in. `slots` gets the globals either run created."""
+    rng, wrapper_grad_mode = _rng_state(), torch.is_grad_enabled()
+    dicts = {id(slot.holder): slot.holder for slot in slots if isinstance(slot.holder, dict)}
+    keys = {i: set(g) for i, g in dicts.items()}
+    torch._C._set_grad_enabled(grad_mode)
+    eager = _run_eager(compiled.fn, call, copies, slots, dicts, keys)
+    eager.grad_mode = torch.is_grad_enabled()
+    _set_rng_state(rng)
+    torch._C._set_grad_enabled(wrapper_grad_mode)
+    real = _run(call, entry.fn, values)
+    real.grad_mode = torch.is_grad_enabled()
+    for slot in _created_slots(dicts, keys, eager.created, slots):
+        slots.append(slot)
+        eager.slots.append(eager.created.get((id(slot.holder), slot.key), _ABSENT))
+    real.values, real.slots = values, [slot.get() for slot in slots]
+    return eager, real
 
 
 def _select(compiled, values):
@@ -135,31 +157,51 @@ class Slot:
 
 
 def _slots(fn: types.FunctionType, values: tuple) -> list:
-    """The globals (of every module whose functions the call may run: the function's own,
-    its arguments' classes') and closure cells the call can read or write."""
-    slots = [Slot(cell, None, f"closure variable {name}")
-             for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())]
-    names: dict = {}  # id(globals dict) -> (dict, set of names)
-    queue = [fn, *_methods_of_arguments(values)]
+    """The globals and closure cells the call can read or write: those of the function, of
+    the functions and classes they name in user modules (their globals, attributes of user
+    modules, cells of closures held in globals or cells) and of its arguments' classes."""
+    slots: list = []
+    names: dict = {}  # id(namespace dict) -> (dict, set of names, label prefix)
+    cells: set = set()
+    queue = [fn, *_methods_of_arguments(values), *_functions_in(values, None)]
     seen: set = set()
     while queue and len(seen) < _MAX_FUNCTIONS:
         f = queue.pop()
-        if id(f) in seen or not _user_globals(f.__globals__):
+        if id(f) in seen:
             continue
         seen.add(id(f))
+        for name, cell in zip(f.__code__.co_freevars, f.__closure__ or ()):
+            if id(cell) not in cells:
+                cells.add(id(cell))
+                owner = "" if f is fn else f" of {f.__qualname__}"
+                slots.append(Slot(cell, None, f"closure variable {name}{owner}"))
+                queue.extend(_functions_in(Slot(cell, None, "").get(), None))
         g = f.__globals__
+        if not _user_globals(g):
+            continue
         read, written = _global_names(f.__code__)
-        wanted = names.setdefault(id(g), (g, set()))[1]
-        for name in read | written:
-            if name.startswith("__") or (name not in g and name not in written):
-                continue
-            wanted.add(name)
-            queue.extend(_functions_of(g.get(name), g))
-    for g, wanted in names.values():
-        module = g.get("__name__", "?")
-        slots.extend(Slot(g, name, f"global {name}" if g is fn.__globals__ else f"global {module}.{name}")
-                     for name in sorted(wanted))
+        used = [name for name in read | written if not name.startswith("__")]
+        prefix = "global " if g is fn.__globals__ else f"global {g.get('__name__', '?')}."
+        names.setdefault(id(g), (g, set(), prefix))[1].update(used)
+        for name in used:
+            value = g.get(name)
+            queue.extend(_functions_in(value, g))
+            if isinstance(value, types.ModuleType) and _user_globals(vars(value)):  # `other.LEVEL += 1`
+                names.setdefault(id(vars(value)), (vars(value), set(), f"{value.__name__}."))[1].update(used)
+                for attr in used:  # `other.bump()`
+                    queue.extend(_functions_in(vars(value).get(attr), vars(value)))
+    for g, wanted, prefix in names.values():
+        slots.extend(Slot(g, name, f"{prefix}{name}") for name in sorted(wanted))
     return slots
+
+
+def _functions_in(value, g, depth: int = 2) -> list:
+    """`_functions_of(value)`, and of the items of a tuple, list or dict `value` (2 levels)."""
+    if isinstance(value, (tuple, list)) and depth:
+        return [f for item in value[:64] for f in _functions_in(item, g, depth - 1)]
+    if isinstance(value, dict) and depth:
+        return [f for item in list(value.values())[:64] for f in _functions_in(item, g, depth - 1)]
+    return _functions_of(value, g)
 
 
 def _user_globals(g: dict) -> bool:
@@ -264,6 +306,7 @@ def _memo(root) -> dict:
     """A deepcopy memo that shares modules and copies non-leaf tensors (which refuse
     `deepcopy`) as detached clones with their `requires_grad`."""
     memo = {id(m): m for m in list(sys.modules.values()) if m is not None}
+    memo[id(_ABSENT)] = _ABSENT
     stack, seen = [root], set()
     while stack:
         value = stack.pop()
@@ -288,6 +331,8 @@ class Outcome:
     exc: BaseException | None = None
     values: tuple = ()
     slots: list = field(default_factory=list)
+    created: dict = field(default_factory=dict)  # (id(globals dict), name) -> value: globals eager created
+    grad_mode: bool = True  # after the run
 
 
 def _run(call, fn, values) -> Outcome:
@@ -297,22 +342,40 @@ def _run(call, fn, values) -> Outcome:
         return Outcome(exc=e)
 
 
-def _run_eager(fn, call, copies: Copies, slots: list) -> Outcome:
+def _run_eager(fn, call, copies: Copies, slots: list, dicts: dict, keys: dict) -> Outcome:
     """The original function on the copies: put in the real slots for the run, the
-    originals put back after it."""
+    originals put back after it; globals it created in the `dicts` (whose `keys` were
+    those before it) are kept in `outcome.created` and removed."""
     originals = [slot.get() for slot in slots]
     outer = getattr(_state, "eager", False)
     _state.eager = True
+    outcome = Outcome()
     try:
         for slot, value in zip(slots, copies.slots):
             slot.set(value)
-        outcome = _run(call, fn, copies.values)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            outcome = _run(call, fn, copies.values)  # what it prints is the real run's to print
         outcome.values, outcome.slots = copies.values, [slot.get() for slot in slots]
     finally:
         _state.eager = outer
         for slot, value in zip(slots, originals):
             slot.set(value)
+        for i, g in dicts.items():
+            for name in set(g) - keys[i]:
+                outcome.created[i, name] = g.pop(name)
     return outcome
+
+
+def _created_slots(dicts: dict, keys: dict, created: dict, slots: list) -> list:
+    """Slots for the globals the eager run or the compiled run created that no slot names."""
+    out = []
+    named = {(id(slot.holder), slot.key) for slot in slots}
+    for i, g in dicts.items():
+        names = {name for j, name in created if j == i} | (set(g) - keys[i])
+        names = {name for name in names if (i, name) not in named}
+        module = g.get("__name__", "?")
+        out.extend(Slot(g, name, f"global {module}.{name}") for name in sorted(names) if not name.startswith("__bg_"))
+    return out
 
 
 def _rng_state():
@@ -343,6 +406,8 @@ def _difference(eager: Outcome, real: Outcome, compiled, slots: list, copies: Co
         found = _diff(e, r, name, set())
         if found:
             return f"argument after the call: {found}"
+    if eager.grad_mode != real.grad_mode:
+        return f"torch.is_grad_enabled() after the call: compiled {real.grad_mode}, eager {eager.grad_mode}"
     shared = {label for label, _ in copies.shared}
     for slot, e, r in zip(slots, eager.slots, real.slots):
         if slot.label in shared:
