@@ -30,6 +30,7 @@ Everything here runs only when the mode is on: a top-level wrapper checks
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import copy
 import dis
@@ -126,7 +127,8 @@ def _select(compiled, values):
 # ---- state the call can reach --------------------------------------------------------------
 
 class Slot:
-    """One place the call may read or write besides its arguments: a global or a cell."""
+    """One place the call may read or write besides its arguments: a global (`holder` a
+    namespace dict), a cell (`key` None) or a function's defaults (`key` the attribute)."""
 
     __slots__ = ("holder", "key", "label")
 
@@ -136,6 +138,8 @@ class Slot:
     def get(self):
         if isinstance(self.holder, dict):
             return self.holder.get(self.key, _ABSENT)
+        if self.key is not None:  # a function's `__defaults__`/`__kwdefaults__`
+            return getattr(self.holder, self.key)
         try:
             return self.holder.cell_contents
         except ValueError:  # an empty cell
@@ -147,6 +151,8 @@ class Slot:
                 self.holder.pop(self.key, None)
             else:
                 self.holder[self.key] = value
+        elif self.key is not None:
+            setattr(self.holder, self.key, value)
         elif value is _ABSENT:
             try:
                 del self.holder.cell_contents
@@ -170,6 +176,9 @@ def _slots(fn: types.FunctionType, values: tuple) -> list:
         if id(f) in seen:
             continue
         seen.add(id(f))
+        for attr in ("__defaults__", "__kwdefaults__"):  # `def f(x, acc=[])`: state of the function
+            if getattr(f, attr):
+                slots.append(Slot(f, attr, f"{f.__qualname__}.{attr}"))
         for name, cell in zip(f.__code__.co_freevars, f.__closure__ or ()):
             if id(cell) not in cells:
                 cells.add(id(cell))
@@ -303,12 +312,14 @@ def _copy_one(value) -> tuple:
 
 
 def _memo(root) -> dict:
-    """A deepcopy memo that shares modules and copies non-leaf tensors (which refuse
-    `deepcopy`) as detached clones with their `requires_grad`."""
+    """A deepcopy memo that shares modules and `object()` sentinels (immutable, compared by
+    identity: a copy would not be the sentinel that code elsewhere compares with) and copies
+    non-leaf tensors (which refuse `deepcopy`) as detached clones with their `requires_grad`.
+    Looks through containers and user objects' attributes (a bounded walk)."""
     memo = {id(m): m for m in list(sys.modules.values()) if m is not None}
     memo[id(_ABSENT)] = _ABSENT
     stack, seen = [root], set()
-    while stack:
+    while stack and len(seen) < 10000:
         value = stack.pop()
         if id(value) in seen:
             continue
@@ -316,10 +327,16 @@ def _memo(root) -> dict:
         if isinstance(value, torch.Tensor):
             if not value.is_leaf:
                 memo[id(value)] = value.detach().clone().requires_grad_(value.requires_grad)
-        elif type(value) in (list, tuple, set, frozenset) or isinstance(value, tuple):
+        elif isinstance(value, (list, tuple, set, frozenset)):
             stack.extend(value)
         elif isinstance(value, dict):
             stack.extend(value.values())
+        elif isinstance(value, types.CellType):
+            stack.append(Slot(value, None, "").get())
+        elif type(value) is object:  # a sentinel: immutable, compared by identity
+            memo[id(value)] = value
+        elif isinstance(getattr(value, "__dict__", None), dict) and not isinstance(value, (type, types.ModuleType)):
+            stack.extend(vars(value).values())
     return memo
 
 
@@ -449,6 +466,12 @@ def _diff(eager, real, path: str, seen: set):
             if found:
                 return found
         return None
+    if isinstance(eager, collections.deque):
+        if eager.maxlen != real.maxlen:
+            return f"{path}: maxlen {real.maxlen} compiled, {eager.maxlen} eager"
+        return _diff(list(eager), list(real), f"{path}.<items>", seen)
+    if isinstance(eager, collections.ChainMap):
+        return _diff(eager.maps, real.maps, f"{path}.maps", seen)
     if isinstance(eager, dict):
         if list(eager) != list(real):
             return f"{path}: keys {_short(list(real))} compiled, {_short(list(eager))} eager"
@@ -481,8 +504,8 @@ def _compares_by_identity(value) -> bool:
 def _equal(eager, real, path: str):
     try:
         same = bool(real == eager)
-    except Exception as e:  # a user `__eq__` that raises: not comparable, noted in the text
-        return None if real is eager else f"{path}: not comparable ({type(e).__name__}: {e})"
+    except Exception:  # an `__eq__` that raises (user code, a tensor inside): not comparable, not reported
+        return None
     return None if same else f"{path}: compiled {_short(real)}, eager {_short(eager)}"
 
 
