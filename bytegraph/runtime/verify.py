@@ -57,6 +57,9 @@ class VerifyError(AssertionError):
     commonly catch RuntimeError (what torch raises) to fall back, which would hide it."""
 
 
+VerifyError.__module__ = "bytegraph"  # public as `bytegraph.VerifyError`
+
+
 _ABSENT = object()  # a global not defined, an empty cell
 _SHAREABLE = (type(threading.Lock()), type(threading.RLock()))  # uncopyable, harmless to use twice
 _COPY_ERRORS = (TypeError, copy.Error, RuntimeError, AttributeError, ValueError)  # what deepcopy raises on
