@@ -319,3 +319,22 @@ def test_environment_variable_turns_it_on():
     out = [subprocess.run([sys.executable, "-c", code], env=dict(os.environ, BYTEGRAPH_VERIFY=v), cwd=root,
                           capture_output=True, text=True, check=True).stdout.strip() for v in ("1", "warn", "")]
     assert out == ["True", "warn", "False"]
+
+
+# ---- what verify mode found ------------------------------------------------------------------
+
+def breaks_inside_no_grad(x):
+    with torch.no_grad():
+        y = x * 2
+        print("in no_grad")
+    return x * y
+
+
+def test_a_backend_leaves_the_callers_grad_mode_alone(capsys):
+    """AOT autograd traces the graph for real; a graph that ends inside `no_grad` (at a break)
+    left grad mode off after the capture, so whatever ran next (verify's eager run; an eager
+    fallback) ran without grad. Found by this mode in test_graph_breaks.py's aot_eager case."""
+    f = bytegraph.compile(breaks_inside_no_grad, backend="aot_eager")
+    x = torch.ones(2, requires_grad=True)
+    f.__bg_compiled__.miss(0, x)
+    assert torch.is_grad_enabled()
