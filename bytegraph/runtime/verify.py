@@ -24,7 +24,11 @@ This module owns the whole mode:
   logged on the `verify` topic (mode `"warn"`), and `bytegraph.counters["verify"]`
   (`checked`, `differences`, `skipped`).
 
-The user's real arguments and state see exactly one execution, the compiled one.
+The user's real arguments and state see exactly one execution, the compiled one. Not covered:
+state reached only through objects it does not copy (attributes of modules outside user code, C
+state), I/O and time (both runs do them), the identity of outputs (an output that is an argument
+object) and gradients. The copies sit in the real namespaces while the eager run runs: another
+thread reading those globals then sees them (a debugging mode, not for concurrent programs).
 Everything here runs only when the mode is on: a top-level wrapper checks
 `config.verify` once per call (Note [Verify line] in `runtime/compiled_function.py`).
 """
