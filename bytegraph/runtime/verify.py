@@ -318,13 +318,24 @@ def _copy_one(value) -> tuple:
         return False, f"{type(value).__qualname__}: {type(e).__name__}: {e}"
 
 
+_modules_memo: list = [-1, {}]  # len(sys.modules) when made, {id(module): module} (and `_ABSENT`)
+
+
+def _shared_modules() -> dict:
+    """{id: object} of every imported module and `_ABSENT`: the start of each memo."""
+    if _modules_memo[0] != len(sys.modules):
+        shared = {id(m): m for m in list(sys.modules.values()) if m is not None}
+        shared[id(_ABSENT)] = _ABSENT
+        _modules_memo[:] = [len(sys.modules), shared]
+    return _modules_memo[1]
+
+
 def _memo(root) -> dict:
     """A deepcopy memo that shares modules and `object()` sentinels (immutable, compared by
     identity: a copy would not be the sentinel that code elsewhere compares with) and copies
     non-leaf tensors (which refuse `deepcopy`) as detached clones with their `requires_grad`.
     Looks through containers and user objects' attributes (a bounded walk)."""
-    memo = {id(m): m for m in list(sys.modules.values()) if m is not None}
-    memo[id(_ABSENT)] = _ABSENT
+    memo = _shared_modules().copy()
     stack, seen = [root], set()
     while stack and len(seen) < 10000:
         value = stack.pop()
@@ -523,7 +534,8 @@ def _tensor_diff(eager: torch.Tensor, real: torch.Tensor, path: str, seen: set):
             return f"{path}: {what} {tuple(r) if what == 'shape' else r} compiled, " \
                    f"{tuple(e) if what == 'shape' else e} eager"
     try:
-        torch.testing.assert_close(real.detach(), eager.detach(), equal_nan=True)
+        if not torch.equal(real.detach(), eager.detach()):  # the common case without assert_close's cost
+            torch.testing.assert_close(real.detach(), eager.detach(), equal_nan=True)
     except AssertionError:
         return f"{path}: values differ, {_max_abs(eager, real)} (compiled {_short(real)}, eager {_short(eager)})"
     if getattr(eager, "__dict__", None) or getattr(real, "__dict__", None):
