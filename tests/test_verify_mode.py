@@ -6,6 +6,7 @@ the difference; correct programs are silent and their real state sees one execut
 uncopyable values are skipped with a note."""
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import subprocess
@@ -309,6 +310,37 @@ def test_module_with_a_hook_holding_a_lock_is_skipped_not_crashed():
     f(torch.ones(2))
     assert hook.calls == 1
     assert _verify_counts() == {"skipped": 1}  # `self` (the module) holds the hook's lock
+
+
+@functools.lru_cache
+def cached_scale(n):
+    print("computing", n)
+    return n * 2
+
+
+def uses_a_cache(x):
+    return x * cached_scale(3)
+
+
+def test_lru_cache_global_skips_the_call(capsys):
+    """The wrapper's C cache is shared by deepcopy: an eager run would fill it and change what
+    the compiled run prints, so the call is not verified."""
+    cached_scale.cache_clear()
+    f = bytegraph.compile(uses_a_cache)
+    f(torch.ones(1))
+    assert capsys.readouterr().out.count("computing 3") == 1
+    assert _verify_counts() == {"skipped": 1}
+
+
+def inference_flag(x):
+    return x * 2, x.is_inference()
+
+
+def test_inference_tensor_copied_as_one():
+    with torch.inference_mode():
+        x = torch.ones(2)
+    bytegraph.compile(inference_flag)(x)
+    assert _verify_counts() == {"checked": 1}
 
 
 def test_environment_variable_turns_it_on():

@@ -68,6 +68,7 @@ _ABSENT = object()  # a global not defined, an empty cell
 _SHAREABLE = (type(threading.Lock()), type(threading.RLock()))  # uncopyable, harmless to use twice
 _COPY_ERRORS = (TypeError, copy.Error, RuntimeError, AttributeError, ValueError)  # what deepcopy raises on
 # what it cannot copy (pickling refused, a non-leaf tensor, a `__reduce__` that does not round-trip)
+_LRU_CACHE_WRAPPER = type(functools.lru_cache(lambda: None))  # C state deepcopy shares
 _MAX_FUNCTIONS = 256  # functions whose code is read to find the globals of a call
 _state = threading.local()  # `eager`: True while this thread runs an eager rerun
 
@@ -284,6 +285,10 @@ def _copy_state(values: tuple, slots: list, argnames: tuple) -> Copies:
     """Deep copies of the arguments and of the slots' values, with one memo (aliasing kept).
     What cannot be copied is shared when harmless (`_SHAREABLE`), else the call is skipped."""
     originals = [slot.get() for slot in slots]
+    cached = [(slot.label, "an lru_cache wrapper: its cache is shared, the eager run would fill it")
+              for slot, value in zip(slots, originals) if isinstance(value, _LRU_CACHE_WRAPPER)]
+    if cached:
+        return Copies(skip=cached)
     try:
         copied_values, copied_slots = copy.deepcopy((values, originals), _memo((values, originals)))
         return Copies(copied_values, copied_slots)
@@ -333,7 +338,8 @@ def _shared_modules() -> dict:
 def _memo(root) -> dict:
     """A deepcopy memo that shares modules and `object()` sentinels (immutable, compared by
     identity: a copy would not be the sentinel that code elsewhere compares with) and copies
-    non-leaf tensors (which refuse `deepcopy`) as detached clones with their `requires_grad`.
+    non-leaf tensors (which refuse `deepcopy`) as detached clones with their `requires_grad`,
+    inference tensors as inference-mode clones.
     Looks through containers and user objects' attributes (a bounded walk)."""
     memo = _shared_modules().copy()
     stack, seen = [root], set()
@@ -343,7 +349,10 @@ def _memo(root) -> dict:
             continue
         seen.add(id(value))
         if isinstance(value, torch.Tensor):
-            if not value.is_leaf:
+            if value.is_inference():  # deepcopy would make a normal tensor
+                with torch.inference_mode():
+                    memo[id(value)] = value.clone()
+            elif not value.is_leaf:
                 memo[id(value)] = value.detach().clone().requires_grad_(value.requires_grad)
         elif isinstance(value, (list, tuple, set, frozenset)):
             stack.extend(value)
