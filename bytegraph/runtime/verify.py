@@ -27,7 +27,8 @@ This module owns the whole mode:
 The user's real arguments and state see exactly one execution, the compiled one. Not covered:
 state reached only through objects it does not copy (attributes of modules outside user code, C
 state), I/O and time (both runs do them), the identity of outputs (an output that is an argument
-object) and gradients. The copies sit in the real namespaces while the eager run runs: another
+object) and gradients; copying and comparing read the values, so a Python `__getattribute__`
+that records its reads sees verify's reads too. The copies sit in the real namespaces while the eager run runs: another
 thread reading those globals then sees them (a debugging mode, not for concurrent programs).
 Everything here runs only when the mode is on: a top-level wrapper checks
 `config.verify` once per call (Note [Verify line] in `runtime/compiled_function.py`).
@@ -291,7 +292,7 @@ def _copy_state(values: tuple, slots: list, argnames: tuple) -> Copies:
         return Copies(skip=cached)
     try:
         copied_values, copied_slots = copy.deepcopy((values, originals), _memo((values, originals)))
-        return Copies(copied_values, copied_slots)
+        return _faithful(Copies(copied_values, copied_slots), values, originals, slots, argnames)
     except _COPY_ERRORS:  # one of them cannot be copied: find which, one by one
         pass
     out = Copies()
@@ -313,6 +314,19 @@ def _copy_state(values: tuple, slots: list, argnames: tuple) -> Copies:
             out.slots.append(value)
             out.skip.append((slot.label, result))
     return out
+
+
+def _faithful(copies: Copies, values: tuple, originals: list, slots: list, argnames: tuple) -> Copies:
+    """`copies`, or a skip when a copy does not compare equal to its original (a class whose
+    pickling protocol rebuilds it differently, such as a dict subclass whose `__setitem__`
+    transforms keys): the eager run would start from another state."""
+    pairs = [*zip(argnames, values, copies.values), *((s.label, o, c) for s, o, c in zip(slots, originals, copies.slots))]
+    for label, original, copied in pairs:
+        found = _diff(copied, original, label, set())
+        if found:
+            copies.skip.append((label, f"its copy differs from it: {found}"))
+            return copies
+    return copies
 
 
 def _copy_one(value) -> tuple:
