@@ -46,12 +46,12 @@ def _compile_callable(fn, backend_fn, fullgraph: bool, dynamic=None):
             logger("graph_breaks").debug("%s is a generator or coroutine function; it runs eagerly",
                                          fn.__qualname__)
             return fn
-        return CompiledFunction(fn, backend_fn, fullgraph, dynamic).wrapper
+        return CompiledFunction(fn, backend_fn, fullgraph, dynamic, top_level=True).wrapper
     if _is_module(fn):
         return CompiledModule(unwrap(fn), backend_fn, fullgraph, dynamic)
     call = getattr(type(fn), "__call__", None)
     if isinstance(call, types.FunctionType):
-        return types.MethodType(CompiledFunction(call, backend_fn, fullgraph, dynamic).wrapper, fn)
+        return types.MethodType(CompiledFunction(call, backend_fn, fullgraph, dynamic, top_level=True).wrapper, fn)
     raise TypeError(f"bytegraph.compile cannot trace {type(fn).__name__} objects (not Python code); "
                     "call it directly instead")
 

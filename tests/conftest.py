@@ -25,8 +25,24 @@ import torch  # noqa: E402
 import bytegraph  # noqa: E402
 
 
+def pytest_addoption(parser):
+    parser.addoption("--bytegraph-verify", action="store_true",
+                     help="run with bytegraph.config.verify = True (as BYTEGRAPH_VERIFY=1 does): every top-level "
+                          "compiled call is compared with an eager run on copies (tests/test_verify_suite.py)")
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: slow test (e.g. the inductor backend); still run by default")
+    if config.getoption("--bytegraph-verify"):
+        bytegraph.config.verify = True
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Under verify mode, one line with what it did (`tests/test_verify_suite.py` reads it)."""
+    if bytegraph.config.verify:
+        counts = bytegraph.counters["verify"]
+        terminalreporter.write_line(f"bytegraph verify: {counts['checked']} calls checked, "
+                                    f"{counts['differences']} differences, {counts['skipped']} skipped")
 
 
 @pytest.fixture(autouse=True)

@@ -97,9 +97,19 @@ class CacheEntry:
         self.reason = reason
 
 
+# Note [Verify line]
+# The wrapper of a top-level compiled function (what the user called, not a resume function
+# or a graph-broken callee) starts with `if __bg_config.verify: return __bg_verify(...)`:
+# one global load and one attribute load per call while `config.verify` is off, and the
+# whole verify mode (`runtime/verify.py`) while it is on, read at each call so that setting
+# it takes effect at once. `__bg_call(f, <bound arguments>)` calls `f` as the user called
+# the wrapper (the verify mode calls the original function and the chosen entry with it).
+
+
 class CompiledFunction:
-    def __init__(self, fn: types.FunctionType, backend, fullgraph: bool, dynamic=None):
+    def __init__(self, fn: types.FunctionType, backend, fullgraph: bool, dynamic=None, top_level: bool = False):
         self.fn = fn
+        self.top_level = top_level  # the user's call: verified in verify mode (Note [Verify line])
         self.backend = backend
         self.fullgraph = fullgraph
         self.dynamic = DynamicState(dynamic)  # sizes and ints seen (Note [Symbolic sizes])
@@ -111,6 +121,8 @@ class CompiledFunction:
         self.callee_compiler = _CalleeCompiler(self)
         self.namespace: dict = {"__bg_miss": self.miss, "__bg_fn": fn, "__bg_missing": _MISSING,
                                 "__builtins__": __builtins__}
+        if top_level:
+            self.namespace.update(__bg_config=config, __bg_verify=self._verify, __bg_call=self._forwarder())
         self.wrapper = self._make_wrapper()
         _live.add(self)
 
@@ -159,10 +171,26 @@ class CompiledFunction:
     def _wrapper_source(self, entries: list) -> str:
         params, fill, values, forward = self._signature_text()
         lines = [f"def __bg_wrapper({params}):", *fill]
+        if self.top_level:
+            lines.append(f"    if __bg_config.verify: return __bg_verify({values})")
         for i in range(len(entries)):
             lines.append(f"    if __bg_g{i}({values}): return __bg_f{i}({forward})")
         lines.append(f"    return __bg_miss({len(entries)}, {values})({forward})")
         return "\n".join(lines) + "\n"
+
+    def _forwarder(self) -> types.FunctionType:
+        """`__bg_call(f, <bound arguments>)`: calls `f` with the arguments as the wrapper got them."""
+        _, _, values, forward = self._signature_text()
+        scope: dict = {}
+        exec(compile(f"def __bg_call(__bg_target, {values}):\n    return __bg_target({forward})\n",
+                     f"<bytegraph forwarder of {self.code.co_qualname}>", "exec"), {}, scope)
+        return scope["__bg_call"]
+
+    def _verify(self, *values):
+        """The wrapper's call in verify mode (`runtime/verify.py`)."""
+        from . import verify
+
+        return verify.run(self, self.namespace["__bg_call"], values)
 
     def _compile_wrapper_code(self, entries: list) -> types.CodeType:
         """The wrapper's code trying `entries` in order (their functions are put in the

@@ -32,7 +32,7 @@ class CompiledModule:
     __bg_module_wrapper__ = True
 
     def __init__(self, module: torch.nn.Module, backend, fullgraph: bool, dynamic=None):
-        compiled = CompiledFunction(forward_call, backend, fullgraph, dynamic)
+        compiled = CompiledFunction(forward_call, backend, fullgraph, dynamic, top_level=True)
         setattr_ = object.__setattr__
         setattr_(self, "_bg_module", module)
         setattr_(self, "_bg_compiled", compiled)

@@ -226,8 +226,12 @@ def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend)
     # As torch.compile's: real tensors, or fakes with symbolic sizes and SymInts when dynamic
     example_inputs = [real for _, _, real in output.inputs] if output.shapes is None else \
         [vt.example for _, vt, _ in output.inputs]
+    grad_mode = torch.is_grad_enabled()
     with gc_pause.resumed():  # Note [GC paused during a capture]
-        compiled = backend(gm, example_inputs)
+        try:
+            compiled = backend(gm, example_inputs)
+        finally:  # a backend that runs the graph (AOT autograd traces it) may leave its grad mode set
+            torch._C._set_grad_enabled(grad_mode)
     name = f"__bg_graph_{next(_graph_ids)}"
     cg.graph_module = gm
     cg.call_graph(name, [src for src, _, _ in output.inputs])
