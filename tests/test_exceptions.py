@@ -1052,3 +1052,17 @@ def test_bare_raise_outside_any_handler_reraises_the_callers_exception():
             return y, str(e)
 
     _in_and_out_of_a_handler(fn)
+
+
+@pytest.mark.parametrize("text", [str, repr])
+def test_str_of_a_caught_custom_constructor_exception_is_folded_in_one_graph(text):
+    def raises(k):
+        raise CodedError(f"coded {k}", k * 3)
+
+    def fn(x):
+        try:
+            raises(2)
+        except CodedError as e:
+            return x * e.code, text(e), e.args
+
+    check(fn, torch.ones(2), graphs=1, fullgraph=True)

@@ -57,7 +57,9 @@ class ExceptionVariable(VariableTracker):
     def _str_of_args(self, fn) -> str:
         if self.args is None or not all(a.is_python_constant() for a in self.args):
             return "<non-constant arguments>"
-        return fn(self.cls(*[a.as_python_constant() for a in self.args]))
+        args = [a.as_python_constant() for a in self.args]
+        # `args` are what the base was given (a Python constructor's `super().__init__(msg)`)
+        return fn(self.cls(*args) if is_plain_exception_class(self.cls) else _made_by_builtin_base(self.cls, args))
 
     def str_impl(self, tx, fn) -> VariableTracker:
         """`str(exc)` / `repr(exc)`, folded on the real class with the constant args."""
@@ -212,13 +214,20 @@ def _rebuild(cls, args, cause, context, suppress_context, state):
     if state is None:
         exc = cls(*args)
     else:
-        base = next(k for k in cls.__mro__ if k.__module__ == "builtins")
-        exc = base.__new__(cls, *args)
-        base.__init__(exc, *args)
+        exc = _made_by_builtin_base(cls, args)
         exc.__dict__.update(state)
     exc.__context__ = context
     exc.__cause__ = cause
     exc.__suppress_context__ = suppress_context
+    return exc
+
+
+def _made_by_builtin_base(cls, args) -> BaseException:
+    """An instance of `cls` as its nearest builtin base's `__new__` and `__init__` make it
+    from `args`, without running a constructor of `cls` written in Python."""
+    base = next(k for k in cls.__mro__ if k.__module__ == "builtins")
+    exc = base.__new__(cls, *args)
+    base.__init__(exc, *args)
     return exc
 
 
