@@ -46,7 +46,7 @@ import random
 import sys
 import threading
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -117,7 +117,7 @@ def _both_runs(compiled, call, values, entry, slots: list, copies, grad_mode: bo
     for slot in _created_slots(dicts, keys, eager.created, slots):
         slots.append(slot)
         eager.slots.append(eager.created.get((id(slot.holder), slot.key), _ABSENT))
-    real.values, real.slots = values, [slot.get() for slot in slots]
+    real = replace(real, values=values, slots=[slot.get() for slot in slots])
     return eager, real
 
 
@@ -295,14 +295,13 @@ def _copy_state(values: tuple, slots: list, argnames: tuple) -> Copies:
         return _faithful(Copies(copied_values, copied_slots), values, originals, slots, argnames)
     except _COPY_ERRORS:  # one of them cannot be copied: find which, one by one
         pass
-    out = Copies()
-    copied_values = []
+    copied_values, skip = [], []
     for i, value in enumerate(values):
         ok, result = _copy_one(value)
         copied_values.append(result)
         if not ok:
-            out.skip.append((f"argument {argnames[i]}", result))
-    out.values = tuple(copied_values)
+            skip.append((f"argument {argnames[i]}", result))
+    out = Copies(tuple(copied_values), skip=skip)
     for slot, value in zip(slots, originals):
         ok, result = _copy_one(value)
         if ok:
@@ -413,7 +412,7 @@ def _run_eager(fn, call, copies: Copies, slots: list, dicts: dict, keys: dict) -
             slot.set(value)
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             outcome = _run(call, fn, copies.values)  # what it prints is the real run's to print
-        outcome.values, outcome.slots = copies.values, [slot.get() for slot in slots]
+        outcome = replace(outcome, values=copies.values, slots=[slot.get() for slot in slots])
     finally:
         _state.eager = outer
         for slot, value in zip(slots, originals):

@@ -91,7 +91,6 @@ from .._bytecode.analysis import cells_read_before_written, handlers, live_local
 from .._bytecode.instructions import instructions_of
 from ..errors import GraphBreak
 from ..vars.containers import TupleVariable
-from ..vars.exceptions import HandlerSlotVariable
 from .continuation import make_continuation, waiting_calls
 from .ops_stack import NULL
 from .resume import body_with_label, jump_into, make_resume_function, origin, original_instr
@@ -271,7 +270,8 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
             if slot == callable_slot:
                 _reconstruct_callee(cg, vt, compile_fn)
             else:
-                cg.reconstruct(vt.exc if isinstance(vt, HandlerSlotVariable) else vt)  # Note [Handlers at a break]
+                handled = vt.handled_exception  # Note [Handlers at a break]
+                cg.reconstruct(vt if handled is None else handled[0])
             cg.store_fast(_stack_temp(slot))
     for name, vt in live:
         cg.reconstruct(vt)
@@ -396,11 +396,11 @@ def _push_slots(cg, stack: list, start: int) -> None:
         vt = stack[slot]
         if vt is NULL:
             cg.push_null()
-        elif isinstance(vt, HandlerSlotVariable):  # Note [Handlers at a break]
+        elif vt.handled_exception is not None:  # Note [Handlers at a break]
             cg.push_null()
             cg.load_const(_handled_here)
             cg.load_fast(_stack_temp(slot))
-            cg.load_const(vt.line)
+            cg.load_const(vt.handled_exception[1])
             cg.call(2)
             cg.instructions.append(Instr("PUSH_EXC_INFO", lineno=cg.lineno))
             cg.pop_top()

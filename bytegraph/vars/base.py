@@ -27,7 +27,8 @@ by type):
   generic fallbacks (fold on Python constants, the value's `__len__`/`__getitem__` method,
   a scan of the items, in `vars/object_protocol.py`) or a graph break naming the construct;
 - structure: `children()` (the trackers it holds), `sequence_items()`, the kind flags
-  `is_tensor` and `kept_in_block` (a `try`/`with` stack slot that resume functions take over);
+  `is_tensor` and `kept_in_block` (a `try`/`with` stack slot that resume functions take over),
+  `handled_exception` (the slot under an `except` handler's exception);
 - residual code: `reconstruct(cg)`, `built_once()` (rebuilt into a temporary once),
   `compiled_callee(tx)` (how a graph-broken call to it runs compiled by bytegraph),
   `inlined_function()`, `fixed_callable()`; replay of its writes: `replay_records(cg)`, `replayed_values()`,
@@ -74,6 +75,11 @@ class VariableTracker:
     #: whether a stack slot a `try`/`with` block keeps may hold it at a graph break that
     #: resumes inside the block (for-loop iterators, grad-mode and user `with` exits)
     kept_in_block = False
+    #: for the stack slot PUSH_EXC_INFO leaves under an `except`/`finally` handler's
+    #: exception (`HandlerSlotVariable`): `(tracker of the handled exception, line it was
+    #: raised at)`, which residual code re-entering the handler at a break makes current
+    #: again (Note [Handlers at a break])
+    handled_exception = None
     #: whether rebuilding one made during tracing makes a new object (see `built_once`)
     rebuilt_as_new_object = False
     #: when the side-effect replay writes a mutated one (Note [Replay records])

@@ -174,6 +174,10 @@ class HandlerSlotVariable(VariableTracker):
         self.exc = exc
         self.line = line
 
+    @property
+    def handled_exception(self) -> tuple:
+        return self.exc, self.line
+
     def children(self):
         return (self.previous, self.exc)
 
