@@ -135,3 +135,45 @@ def test_iterating_the_globals_is_a_graph_break():
     reasons = [r.reason for r in explained.break_reasons]
     assert reasons[0] == f"iterating over the globals of module {__name__}"
     assert all(f"the globals of module {__name__}" in reason for reason in reasons), reasons
+
+
+def _order_state():
+    return [name for name in globals() if name in _NAMES]
+
+
+def test_a_global_deleted_and_made_again_moves_to_the_end_as_eagerly():
+    def fn(x):
+        for i in range(3):
+            if "NEWG" in globals():
+                globals()["NEWG"] += i + 1
+            else:
+                globals()["NEWG"] = 1
+            if NEWG % 2 == 0:
+                globals().pop("NEWG")
+        globals()["COUNT"] = 1
+        return x + 1
+
+    runs = []
+    for run in (fn, bytegraph.compile(fn)):
+        _fresh()
+        runs.append([(run(torch.zeros(2)).tolist(), _state(), _order_state()) for _ in range(3)])
+    _fresh()
+    assert runs[1] == runs[0]
+
+
+def test_globals_made_in_the_call_keep_eagers_order_across_a_delete():
+    def fn(x):
+        global TEMP, NEWG, COUNT
+        TEMP = 1
+        NEWG = 2
+        del TEMP
+        COUNT = 3
+        TEMP = 4
+        return x + 1
+
+    runs = []
+    for run in (fn, bytegraph.compile(fn)):
+        _fresh()
+        runs.append([(run(torch.zeros(2)).tolist(), _state(), _order_state()) for _ in range(2)])
+    _fresh()
+    assert runs[1] == runs[0]

@@ -66,8 +66,8 @@ from ..vars.objects import DELETED  # pending value of a deleted attribute or gl
 
 
 def _restore_global(arg) -> None:
-    entry, value = arg
-    entry[3] = value
+    entry, state = arg
+    entry[3:] = state
 
 
 def _truncate(d: dict, n: int) -> None:
@@ -87,7 +87,9 @@ class SideEffects:
     def __init__(self, output=None):
         self.output = output           # the OutputGraph (for the translator at a refused write)
         self.mutated: dict = {}        # id(tracker) -> sourced tracker written (containers, objects, cells)
-        self.globals: dict = {}        # (id(globals dict), name) -> [globals_source, dict, name, value]
+        # (id(globals dict), name) -> [globals_source, dict, name, value, stamp, reinserted]
+        # (Note [Order of the globals written])
+        self.globals: dict = {}
         self.by_id: dict = {}          # id(real mutable object) -> tracker (identity map)
         self._keepalive: list = []     # the real objects of `by_id` (ids stay unique)
         self.writes = 0                # number of recorded writes (for stats and tests)
@@ -191,10 +193,12 @@ class SideEffects:
         key = (id(f_globals), name)
         entry = self.globals.get(key)
         if entry is None:
-            self.globals[key] = [globals_source, f_globals, name, value]
+            self.globals[key] = [globals_source, f_globals, name, value, self.writes, False]
         else:
             if self._checkpoints:
-                self._undo.append((_restore_global, (entry, entry[3])))
+                self._undo.append((_restore_global, (entry, entry[3:])))
+            if entry[3] is DELETED and value is not DELETED:  # made again: at the dict's end
+                entry[4:] = [self.writes, True]
             entry[3] = value
         self.writes += 1
 
@@ -320,8 +324,11 @@ class SideEffects:
         the global writes, phase by phase, in the order the writes were first made."""
         records = []
         for phase, written in enumerate(self._by_phase()):
-            if phase == REPLAY_GLOBAL:
-                for globals_source, f_globals, name, value in self.globals.values():
+            if phase == REPLAY_GLOBAL:  # Note [Order of the globals written]
+                for globals_source, _, name, value, _, reinserted in sorted(self.globals.values(),
+                                                                           key=lambda entry: entry[4]):
+                    if reinserted and value is not DELETED:
+                        records.append(_global_record(cg, globals_source, name, DELETED))
                     records.append(_global_record(cg, globals_source, name, value))
             for vt in written:
                 records.extend(vt.replay_records(cg))
@@ -361,6 +368,15 @@ def _call_record(cg, fn, args, kwargs):
             cg.kw_names(tuple(kwargs))
         cg.call_and_pop(len(args) + len(kwargs))
     return push, call
+
+
+# Note [Order of the globals written]
+# A module's globals are a dict, and its key order is visible (`list(globals())`, `vars(m)`):
+# a global made during the call goes to the end, and so does one deleted and made again. The
+# log keeps per global the write counter of its last insertion (its first write, or the first
+# store after a delete) and whether it was deleted and made again; the replay writes the
+# globals in the order of those insertions, popping a re-made one first, so the real dict
+# ends in eager's order.
 
 
 def _global_record(cg, globals_source, name, value):
