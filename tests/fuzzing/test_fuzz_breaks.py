@@ -6,7 +6,8 @@ differently), no hang.
 
 The `ci` profile is every generator feature except `profiles.CI_EXCLUDED`, the features with
 open bugs (listed and explained in `profiles.py`, each with a strict-xfail program in
-`test_known_failures.py`). `make fuzz` runs the full profile.
+`test_known_failures.py`; none is excluded today, so it is the full profile). `make fuzz`
+runs the full profile.
 
 A failing chunk names its seeds; reproduce, shrink and save one with
 `python -m tests.fuzzing --profile ci --size 4 --calls 2 --seed SEED -n 1 -j 1 -v`.
