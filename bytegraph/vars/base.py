@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import types
 
+from . import factory, object_protocol
+
 # Note [Speculation scopes]
 # Every tracker records the scope it was made in: 0 is the top level of the capture; the
 # body of a higher-order op being speculated gets a fresh id (`SideEffects.scope()`,
@@ -72,6 +74,13 @@ class VariableTracker:
 
     #: whether this kind is a tensor in the FX graph (`TensorVariable`)
     is_tensor = False
+    #: whether one real object of this kind reached through two sources is one tracker
+    #: (mutable containers, user objects, iterators: a mutation through one path is seen
+    #: through the other; vars/builder.py `wrap`)
+    identity_tracked = False
+    #: whether it is an instance of a user class whose Python dunders the tracer runs
+    #: (`UserObjectVariable` and its subclasses: `<` in a sort, `str()`, `__next__`)
+    is_user_object = False
     #: whether a stack slot a `try`/`with` block keeps may hold it at a graph break that
     #: resumes inside the block (for-loop iterators, grad-mode and user `with` exits)
     kept_in_block = False
@@ -146,15 +155,11 @@ class VariableTracker:
 
     def iterate(self, tx):
         """`iter(value)` at trace time: an iterator tracker."""
-        from .iterators import SequenceIteratorVariable
-
-        return SequenceIteratorVariable.over_items(self.unpack(tx))
+        return factory.iterator_over(self.unpack(tx))
 
     def reverse_iterate(self, tx):
         """`reversed(value)` at trace time: an iterator tracker."""
-        from .iterators import SequenceIteratorVariable
-
-        return SequenceIteratorVariable.over_items(list(reversed(self.unpack(tx))))
+        return factory.iterator_over(list(reversed(self.unpack(tx))))
 
     def next_item(self, tx) -> "VariableTracker | None":
         """`next(iterator)`: the next item, or None when exhausted (iterators only)."""
@@ -355,5 +360,3 @@ def _shallow_copy(value):
         return kind(value)
     return value
 
-
-from . import object_protocol  # noqa: E402  (it imports trackers of this module; used at call time)

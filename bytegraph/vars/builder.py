@@ -25,9 +25,10 @@ from ..guards.sources import (ContainerOfSource, EnumerateCountSource, ItemSourc
 from . import registry
 from . import classes, code_object, constant, functions, keyed_dicts, locks, lru_cache, nn_module, objects, tensor, torch_functions  # noqa: F401  (their builders)
 from .typing_forms import TYPING_FORMS
+from .factory import provides
 from .base import VariableTracker
 from .classes import ClassVariable
-from .constant import ConstantVariable, is_constant_value
+from .constant import ConstantVariable, constant_sequence, is_constant_value
 from .containers import DictVariable, ListVariable, NamedTupleVariable, SetVariable, SizeVariable, TupleVariable
 from .context_vars import ContextVarVariable
 from .counter import CounterVariable
@@ -35,7 +36,7 @@ from .deque import DequeVariable
 from .dict_keys import fixed_key
 from .dict_views import DictViewVariable
 from .globals_dict import GlobalsDictVariable, is_module_namespace
-from .iterators import EnumerateIteratorVariable, HashedIteratorVariable, SequenceIteratorVariable, constant_sequence
+from .iterators import EnumerateIteratorVariable, HashedIteratorVariable, SequenceIteratorVariable
 from .lazy_list import LazyListVariable
 from .objects import UserObjectVariable, build_user_object, same_callable_guard
 from .registry import guard as _guard, register
@@ -64,18 +65,9 @@ def wrap(tx, value, source=None, guard: bool = True) -> VariableTracker:
     if source is not None:
         tx.output.tracked[source] = vt
         tx.output.source_objects[source] = value
-        if isinstance(vt, _IDENTITY_TRACKED):
+        if vt.identity_tracked:
             side_effects.remember(value, vt)
     return vt
-
-
-_IDENTITY_TRACKED = (ListVariable, DictVariable, SetVariable, UserObjectVariable, SequenceIteratorVariable,
-                     HashedIteratorVariable, EnumerateIteratorVariable, DequeVariable, ContextVarVariable)
-
-
-def is_identity_tracked(vt) -> bool:
-    """Whether one real object of `vt`'s kind reached through two sources is one tracker."""
-    return isinstance(vt, _IDENTITY_TRACKED)
 
 
 def _build(tx, value, source, do_guard: bool) -> VariableTracker:
@@ -333,3 +325,8 @@ def wrap_op_result(tx, node, example) -> VariableTracker:
             return NamedTupleVariable(items, type(example))
         return TupleVariable(items) if isinstance(example, tuple) else ListVariable(items)
     return wrap_constant(example)
+
+
+provides("fold_call")(fold_call)
+provides("wrap_constant")(wrap_constant)
+provides("build_dict")(build_dict)

@@ -21,6 +21,9 @@ from ..guards.guard import Guard, GuardKind
 from ..guards.sources import ObjectSource
 from ..hints import graph_break
 from . import builtin_methods
+from . import dunders, factory, object_protocol
+from .factory import provides
+from .registry import HANDLERS, handles
 from .base import CallableValueVariable, VariableTracker
 from .lazy_int import UNPINNED_OPS, unpinned_operator
 from .symbolic import SymbolicSliceVariable, symbolic_operator
@@ -35,17 +38,6 @@ from .iterators import (EnumerateIteratorVariable, FilterIteratorVariable, Itera
                         ZipIteratorVariable, iterator_of)
 from .tensor import TensorVariable
 from .objects import InstanceDictVariable
-
-HANDLERS: dict = {}
-
-
-def handles(*fns):
-    def register(handler):
-        for fn in fns:
-            HANDLERS[fn] = handler
-        return handler
-    return register
-
 
 class BuiltinVariable(CallableValueVariable):
     """A builtin function or type, or an `operator`/`math` function."""
@@ -91,15 +83,9 @@ def _any_tensor(args) -> bool:
 
 # ---- operators ---------------------------------------------------------------------
 
-_BINARY = (operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
-           operator.mod, operator.pow, operator.matmul, operator.and_, operator.or_, operator.xor,
-           operator.lshift, operator.rshift)
-_INPLACE = (operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
-            operator.imod, operator.ipow, operator.imatmul, operator.iand, operator.ior, operator.ixor,
-            operator.ilshift, operator.irshift)
+_BINARY, _INPLACE = dunders.BINARY_OPERATORS, dunders.INPLACE_OPERATORS
 _COMPARE = (operator.lt, operator.le, operator.eq, operator.ne, operator.gt, operator.ge)
 _UNARY = (operator.neg, operator.pos, operator.invert, operator.abs, builtins.abs)
-INPLACE_TO_BINARY = dict(zip(_INPLACE, _BINARY))
 
 
 _SCALARS = frozenset({type(None), bool, int, float, str})
@@ -147,7 +133,7 @@ def _inplace_operator(tx, fn, args, kwargs):
     method = _INPLACE_METHODS.get(fn)
     if method is not None and method in a.inplace_methods:
         return a.call_method(tx, method, [b], {})
-    return _operator(tx, INPLACE_TO_BINARY[fn], args, kwargs)
+    return _operator(tx, dunders.INPLACE_TO_BINARY[fn], args, kwargs)
 
 
 _INPLACE_METHODS = {operator.imul: "__imul__", operator.ior: "__ior__", operator.iand: "__iand__",
@@ -181,21 +167,16 @@ def _sequence_family(kind: type) -> type:
     return next((base for base in (tuple, list) if issubclass(kind, base)), kind)
 
 
-def _items_equal(tx, xs, ys) -> bool:
-    """Pairwise `==` as CPython's container comparison does it: identity first."""
-    return all(x is y or _operator(tx, operator.eq, [x, y], {}).truth(tx) for x, y in zip(xs, ys))
-
-
 def _equality(tx, fn, a, b):
     if isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable):
         same = len(a.items) == len(b.items) and _sequence_family(a.python_type()) is _sequence_family(
-            b.python_type()) and _items_equal(tx, a.items, b.items)
+            b.python_type()) and object_protocol.items_equal(tx, a.items, b.items)
         return ConstantVariable(same is (fn is operator.eq))
     if isinstance(a, DictVariable) and isinstance(b, DictVariable):
         if not (a.plain_equality and b.plain_equality):
             tx.unsupported(f"comparing {a.describe()} with {b.describe()} holding values that are not constants",
                            category="unsupported operator")
-        same = a.items.keys() == b.items.keys() and _items_equal(tx, a.items.values(), [
+        same = a.items.keys() == b.items.keys() and object_protocol.items_equal(tx, a.items.values(), [
             b.items[k] for k in a.items])
         if a.order_sensitive and b.order_sensitive:
             same = same and list(a.items) == list(b.items)
@@ -239,7 +220,7 @@ def _distinct_objects(tx, a, b) -> bool:
     are; and one real object reached through two sources of an identity-tracked kind is one
     tracker, so two such trackers are two objects, kept apart on later calls by a
     no-aliasing guard."""
-    tracked = builder.is_identity_tracked(a), builder.is_identity_tracked(b)
+    tracked = a.identity_tracked, b.identity_tracked
     if not all(t or v.is_python_constant() for t, v in zip(tracked, (a, b))):
         return False
     if a.python_type() is not b.python_type():
@@ -433,11 +414,6 @@ def _object_new(tx, fn, args, kwargs):
     if not isinstance(args[0], ClassVariable):
         tx.raise_user_error(TypeError(f"object.__new__(X): X is not a type object ({args[0].python_type().__name__})"))
     return new_object(tx, args[0].cls, args[1:], kwargs)
-
-
-@handles(builtins.super)
-def _super(tx, fn, args, kwargs):
-    return super_object.make_super(tx, args, kwargs)
 
 
 @handles(builtins.globals)
@@ -702,7 +678,7 @@ def _real_object(tx, vt):
 
 
 def fold(tx, fn, args, kwargs, wrap_result=None):
-    return builder.fold_call(tx, fn, args, kwargs, getattr(fn, "__name__", repr(fn)), wrap_result=wrap_result)
+    return factory.fold_call(tx, fn, args, kwargs, getattr(fn, "__name__", repr(fn)), wrap_result=wrap_result)
 
 
 @handles(*builtin_methods.type_level_folds())
@@ -710,7 +686,7 @@ def _type_level_fold(tx, fn, args, kwargs):
     """A pure classmethod/staticmethod of an immutable builtin type (`int.from_bytes`,
     `str.maketrans`, `float.fromhex`; the table of vars/builtin_methods.py): folded on
     constant arguments."""
-    return builder.fold_call(tx, fn, args, kwargs, fn.__qualname__)
+    return factory.fold_call(tx, fn, args, kwargs, fn.__qualname__)
 
 
 @handles(types.MethodType)
@@ -735,4 +711,6 @@ def _exc_info(tx, fn, args, kwargs):
     return TupleVariable([tx.wrap(exc.python_type(), None), exc, TracebackVariable(exc)])
 
 
-from . import builder, super_object  # noqa: E402  (both import this module; used at call time)
+@provides("binary_operator")
+def _binary_operator(tx, op, args: list):
+    return _operator(tx, op, args, {})

@@ -17,8 +17,9 @@ import torch
 
 from ..guards.guard import GuardKind
 from ..guards.sources import ObjectSource
-from . import builtin_methods
+from . import builtin_methods, factory
 from .base import MethodOfVariable, VariableTracker
+from .factory import provides
 from .registry import guard, register
 
 
@@ -89,19 +90,15 @@ class ConstantVariable(VariableTracker):
         return super().unpack(tx)
 
     def iterate(self, tx):
-        from .iterators import SequenceIteratorVariable, constant_sequence
-
         if constant_sequence(self):
-            return SequenceIteratorVariable(self)
+            return factory.sequence_iterator(self)
         return super().iterate(tx)
 
     def reverse_iterate(self, tx):
-        from .iterators import SequenceIteratorVariable, constant_sequence
-
         if constant_sequence(self):
             if isinstance(self.value, range):  # CPython: a range_iterator over the reversed range
-                return SequenceIteratorVariable(ConstantVariable(self.value[::-1]))
-            return SequenceIteratorVariable(self, reverse=True)
+                return factory.sequence_iterator(ConstantVariable(self.value[::-1]))
+            return factory.sequence_iterator(self, reverse=True)
         return super().reverse_iterate(tx)
 
     def hasattr_impl(self, tx, name: str) -> bool:
@@ -129,8 +126,6 @@ class ConstantMethodVariable(MethodOfVariable):
         return type(getattr(self.obj.value, self.name))
 
     def call_function(self, tx, args, kwargs):
-        from .builder import fold_call
-
         method = builtin_methods.lookup(type(self.obj.value), self.name)
         if method is not None and not method.foldable:
             if method.returns_view and method.slot and not args and not kwargs:
@@ -139,11 +134,8 @@ class ConstantMethodVariable(MethodOfVariable):
                            category="unsupported call")
         if self.name == "join" and len(args) == 1 and not args[0].is_python_constant() \
                 and isinstance(self.obj.value, (str, bytes)):
-            from .containers import TupleVariable
-            from .iterators import iterator_of
-
-            args = [TupleVariable(iterator_of(tx, args[0]).unpack(tx))]  # a generator, a list, ...
-        return fold_call(tx, getattr(self.obj.value, self.name), args, kwargs,
+            args = [factory.tuple_of(args[0].iterate(tx).unpack(tx))]  # a generator, a list, ...
+        return factory.fold_call(tx, getattr(self.obj.value, self.name), args, kwargs,
                          f"{self.obj.describe()}.{self.name}")
 
 
@@ -151,9 +143,7 @@ class ConstantMethodVariable(MethodOfVariable):
 def build_constant(tx, value, source, do_guard: bool) -> VariableTracker:
     if do_guard and (type(value) is int or type(value) is float) and tx.output.dynamic is not None \
             and tx.output.dynamic.dynamic_int(source, value):  # Note [Symbolic sizes] (graph/shapes.py)
-        from .lazy_int import wrap_int
-
-        return wrap_int(tx, value, source)
+        return factory.wrap_int(tx, value, source)
     guard(tx, do_guard, GuardKind.CONSTANT_MATCH, source, value)
     return ConstantVariable(value, source)
 
@@ -162,3 +152,14 @@ def build_constant(tx, value, source, do_guard: bool) -> VariableTracker:
 def build_enum_member(tx, value, source, do_guard: bool) -> VariableTracker:
     guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
     return ConstantVariable(value, source)
+
+
+_CONSTANT_SEQUENCES = (str, bytes, range, tuple)
+
+
+def constant_sequence(vt) -> bool:
+    """Whether `vt` is a constant that a sequence iterator walks (str, bytes, range, tuple)."""
+    return isinstance(vt, ConstantVariable) and isinstance(vt.value, _CONSTANT_SEQUENCES)
+
+
+provides("constant")(ConstantVariable)

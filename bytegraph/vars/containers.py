@@ -14,9 +14,11 @@ import torch
 
 from ..guards.sources import AttrSource
 from . import builtin_methods
+from .factory import provides
 from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable, is_constant_value
 from .dict_keys import TrackerKey, has_tracker_keys, key_tracker, reconstruct_map
+from . import factory
 
 # the methods that change the receiver, from the table of builtin methods
 _LIST_MUTATORS = builtin_methods.mutators(list)
@@ -69,9 +71,7 @@ def unmodelled_method(tx, vt, name: str, args, kwargs) -> VariableTracker:
     if method.returns_view and method.slot and not args and not kwargs:
         return getattr(vt, method.slot)(tx)
     if method.foldable and all(_flat_constant(v) for v in (vt, *args, *kwargs.values())):
-        from .builder import fold_call
-
-        return fold_call(tx, getattr(vt.as_python_constant(), name), args, kwargs, f"{method.owner.__name__}.{name}")
+        return factory.fold_call(tx, getattr(vt.as_python_constant(), name), args, kwargs, f"{method.owner.__name__}.{name}")
     tx.unsupported(builtin_methods.unmodelled_reason(cls, name, vt.describe()), category="unsupported call")
 
 
@@ -141,11 +141,11 @@ class BaseListVariable(VariableTracker):
         return list(items) if self.python_type() is list else tuple(items)
 
     def iterate(self, tx):
-        return iterators.SequenceIteratorVariable(self)
+        return factory.sequence_iterator(self)
 
     def reverse_iterate(self, tx):
         """`reversed(seq)`: live over a list (Note [Live iterators])."""
-        return iterators.SequenceIteratorVariable(self, reverse=True)
+        return factory.sequence_iterator(self, reverse=True)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if callable(getattr(self.python_type(), name, None)):
@@ -287,6 +287,7 @@ class NamedTupleVariable(TupleVariable):
 
 class ListVariable(BaseListVariable):
     __slots__ = ()
+    identity_tracked = True
     build_opcode = "BUILD_LIST"
     inplace_methods = frozenset({"__imul__"})
 
@@ -407,6 +408,7 @@ class DictVariable(VariableTracker):
     iterators notice them (Note [Live iterators] in vars/iterators.py)."""
 
     __slots__ = ("items", "dict_type", "keys_version")
+    identity_tracked = True
     rebuilt_as_new_object = True
     fully_known = True  # `items` is the whole dict (not a dict known key by key, vars/keyed_dicts.py)
     inplace_methods = frozenset({"__ior__"})
@@ -446,10 +448,10 @@ class DictVariable(VariableTracker):
         return list(self.items)
 
     def iterate(self, tx):
-        return iterators.HashedIteratorVariable(self)
+        return factory.hashed_iterator(self)
 
     def reverse_iterate(self, tx):
-        return iterators.HashedIteratorVariable(self, reverse=True)
+        return factory.hashed_iterator(self, reverse=True)
 
     def truth(self, tx) -> bool:
         return bool(self.items)
@@ -649,7 +651,7 @@ def _as_mapping(tx, vt) -> dict:
         return vt.items
     if hasattr(vt.python_type(), "keys"):
         # a mapping (ChainMap, a user Mapping): its keys (as `Mapping.keys()` iterates), then [key]
-        keys = iterators.iterator_of(tx, vt).unpack(tx)
+        keys = vt.iterate(tx).unpack(tx)
         return {key.key_impl(tx): vt.getitem_impl(tx, key) for key in keys}
     pairs = {}
     for pair in vt.unpack(tx):
@@ -672,6 +674,7 @@ class SetVariable(VariableTracker):
     `keys_version` counts the changes of its members (Note [Live iterators])."""
 
     __slots__ = ("items", "keys_version")
+    identity_tracked = True
     rebuilt_as_new_object = True
     inplace_methods = frozenset(_SET_INPLACE)
 
@@ -698,7 +701,7 @@ class SetVariable(VariableTracker):
         return list(set(self.items))
 
     def iterate(self, tx):
-        return iterators.HashedIteratorVariable(self)
+        return factory.hashed_iterator(self)
 
     def truth(self, tx) -> bool:
         return bool(self.items)
@@ -817,4 +820,7 @@ class SetVariable(VariableTracker):
         cg.build("BUILD_SET", len(self.items))
 
 
-from . import iterators  # noqa: E402  (iterators imports this module; its trackers are made at call time)
+
+provides("tuple_of")(TupleVariable)
+provides("list_of")(ListVariable)
+provides("size_of")(SizeVariable)

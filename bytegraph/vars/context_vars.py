@@ -56,7 +56,7 @@ from ..guards.guard import GuardKind
 from ..guards.sources import CONTEXT_VAR_UNSET, AttrSource, ContextVarSource, ObjectSource, context_var_default, \
     context_var_value
 from .base import REPLAY_OBJECT, MethodOfVariable, VariableTracker
-from .builtins import handles
+from .registry import handles
 from .constant import ConstantVariable
 from .registry import guard, register
 
@@ -137,6 +137,7 @@ class ContextVarVariable(VariableTracker):
     that wrote it in the caller's context (`history`: ("set", value, token) / ("reset", token))."""
 
     __slots__ = ("var", "value", "original", "history", "history_vt")
+    identity_tracked = True
     replay_phase = REPLAY_OBJECT
 
     def __init__(self, var, source):

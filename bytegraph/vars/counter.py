@@ -15,13 +15,14 @@ import collections
 import itertools
 import types
 
-from .builtins import handles
+from .registry import handles
 from .classes import class_lookup
 from .constant import ConstantVariable
 from .containers import DictVariable
 from .polyfills import PolyfillBodyVariable, PolyfilledIteratorVariable
 from .polyfills.collections import COUNTER_METHODS
 from .registry import register
+from . import factory
 
 _OPERATORS = frozenset({"__add__", "__sub__", "__or__", "__and__", "__pos__", "__neg__",
                         "__iadd__", "__isub__", "__ior__", "__iand__"})
@@ -81,6 +82,4 @@ def _counter_ctor(tx, fn, args, kwargs):
 @register(collections.Counter, exact=True)
 def build_counter(tx, value, source, do_guard: bool):
     """A counter from outside: guarded (type, keys) and built like a dict."""
-    from .builder import build_dict
-
-    return CounterVariable(build_dict(tx, value, source, do_guard).items, source)
+    return CounterVariable(factory.build_dict(tx, value, source, do_guard).items, source)

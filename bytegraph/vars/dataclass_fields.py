@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .builtins import handles
+from .registry import handles
 from .classes import MISSING, ClassVariable, class_dict_source, class_lookup
 from .containers import TupleVariable
 from .functions import UserFunctionVariable

@@ -13,11 +13,13 @@ import collections
 
 from ..guards.guard import GuardKind
 from ..guards.sources import AttrSource, ItemSource
-from .builtins import _items_equal, handles
+from .object_protocol import items_equal
+from .registry import handles
 from .constant import ConstantVariable
 from .containers import BaseListVariable, TupleVariable, _bounds, _index_or_count
-from .iterators import SequenceIteratorVariable, iterator_of
 from .registry import guard, register
+from . import factory
+from .iterators import SequenceIteratorVariable
 
 _MUTATORS = frozenset({"append", "appendleft", "pop", "popleft", "extend", "extendleft", "rotate", "clear",
                        "insert", "remove", "reverse", "__setitem__", "__delitem__", "__iadd__", "__imul__"})
@@ -34,6 +36,7 @@ class DequeVariable(BaseListVariable):
     counts its mutations, as CPython's does, for the iterators over it."""
 
     __slots__ = ("maxlen", "state")
+    identity_tracked = True
     inplace_methods = frozenset({"__iadd__", "__imul__"})
 
     def __init__(self, items, maxlen=None, source=None):
@@ -75,7 +78,7 @@ class DequeVariable(BaseListVariable):
         return access(index)
 
     def contains_impl(self, tx, item):
-        return ConstantVariable(any(_items_equal(tx, [i], [item]) for i in self.items))
+        return ConstantVariable(any(items_equal(tx, [i], [item]) for i in self.items))
 
     def var_getattr(self, tx, name: str):
         if name == "maxlen":
@@ -120,7 +123,7 @@ class DequeVariable(BaseListVariable):
     def _mutate(self, tx, name, args):
         items, maxlen = self.items, self.maxlen
         if name in ("append", "appendleft", "extend", "extendleft", "__iadd__"):
-            new = [args[0]] if name.startswith("append") else iterator_of(tx, args[0]).unpack(tx)
+            new = [args[0]] if name.startswith("append") else args[0].iterate(tx).unpack(tx)
             for item in new:
                 if maxlen == 0:
                     continue
@@ -149,7 +152,7 @@ class DequeVariable(BaseListVariable):
             items.insert(_int_argument(tx, args[0]), args[1])
         elif name == "remove":
             for i, item in enumerate(items):
-                if _items_equal(tx, [item], [args[0]]):
+                if items_equal(tx, [item], [args[0]]):
                     del items[i]
                     break
             else:
@@ -223,18 +226,16 @@ def _deque_ctor(tx, fn, args, kwargs):
             tx.raise_user_error(TypeError("an integer is required"))
         if maxlen < 0:
             tx.raise_user_error(ValueError("maxlen must be non-negative"))
-    items = iterator_of(tx, iterable).unpack(tx) if iterable is not None else []
+    items = iterable.iterate(tx).unpack(tx) if iterable is not None else []
     return DequeVariable(items, maxlen)
 
 
 @register(collections.deque, exact=True)
 def build_deque(tx, value, source, do_guard: bool):
-    from .builder import wrap
-
     guard(tx, do_guard, GuardKind.TYPE_MATCH, source, collections.deque)
     guard(tx, do_guard, GuardKind.LEN_MATCH, source, len(value))
     if source is not None:
         guard(tx, do_guard, GuardKind.CONSTANT_MATCH, AttrSource(source, "maxlen"), value.maxlen)
-    items = [wrap(tx, v, ItemSource(source, i) if source is not None else None, do_guard)
+    items = [tx.wrap(v, ItemSource(source, i) if source is not None else None, do_guard)
              for i, v in enumerate(value)]
     return DequeVariable(items, value.maxlen, source)

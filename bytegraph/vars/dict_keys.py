@@ -18,6 +18,7 @@ import enum
 
 from .constant import ConstantVariable, is_constant_value
 from .typing_forms import TYPING_FORMS
+from . import factory
 
 
 class TrackerKey:
@@ -53,9 +54,7 @@ def key_tracker(key):
     if type(key) is TrackerKey:
         return key.vt
     if isinstance(key, type):
-        from .builder import wrap_constant
-
-        return wrap_constant(key)
+        return factory.wrap_constant(key)
     return ConstantVariable(key)
 
 

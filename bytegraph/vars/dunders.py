@@ -20,7 +20,6 @@ import types
 
 from .classes import MISSING, class_lookup
 from .constant import ConstantVariable
-from .objects import UserObjectVariable
 
 _BINARY_NAMES = {
     operator.add: ("__add__", "__radd__", "+"), operator.sub: ("__sub__", "__rsub__", "-"),
@@ -47,8 +46,17 @@ _INPLACE_NAMES = {
 }
 
 
+BINARY_OPERATORS = (operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+           operator.mod, operator.pow, operator.matmul, operator.and_, operator.or_, operator.xor,
+           operator.lshift, operator.rshift)
+INPLACE_OPERATORS = (operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
+            operator.imod, operator.ipow, operator.imatmul, operator.iand, operator.ior, operator.ixor,
+            operator.ilshift, operator.irshift)
+INPLACE_TO_BINARY = dict(zip(INPLACE_OPERATORS, BINARY_OPERATORS))  # `a += b` falls back on `a + b`
+
+
 def is_user_instance(vt) -> bool:
-    return isinstance(vt, UserObjectVariable)
+    return vt.is_user_object
 
 
 def _python_dunder(tx, vt, name: str):
@@ -115,8 +123,6 @@ def user_operator(tx, fn, args):
             result = _call(tx, method, [a, b])
             if not _not_implemented(result):
                 return result
-        from .builtins import INPLACE_TO_BINARY
-
         fn = INPLACE_TO_BINARY[fn]
     a, b = args
     names = _BINARY_NAMES.get(fn) or _COMPARE_NAMES[fn]

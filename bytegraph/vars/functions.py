@@ -23,6 +23,7 @@ from .constant_results import call_marked, is_marked_constant
 from .containers import DictVariable, TupleVariable
 from .dict_keys import reconstruct_map
 from .registry import guard, register
+from . import factory
 
 
 class CellVariable(VariableTracker):
@@ -230,9 +231,7 @@ class UserFunctionVariable(BaseFunctionVariable):
         return self.fn
 
     def compiled_callee(self, tx):
-        from .trace_rules import is_traceable
-
-        return (self, None) if is_traceable(self.fn) else None
+        return (self, None) if factory.is_traceable(self.fn) else None
 
     def var_getattr(self, tx, name):
         if name in ("__name__", "__qualname__", "__module__", "__doc__"):

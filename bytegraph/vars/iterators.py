@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 
+from .factory import provides
 from .base import REPLAY_CONTAINER, REPLAY_ITERATOR, VariableTracker
 from .constant import ConstantVariable
 from .containers import BaseListVariable, DictVariable, ListVariable, TupleVariable, _check_mutable
@@ -68,8 +69,6 @@ class IteratorVariable(VariableTracker):
         tx.raise_user_error(TypeError(f"{self.describe()} is not reversible"))
 
 
-_CONSTANT_SEQUENCES = (str, bytes, range, tuple)
-
 
 def set_iterator_state(it, state) -> None:
     """Residual helper: put the real sequence iterator `it` at `state` (None: exhausted)."""
@@ -85,6 +84,7 @@ class SequenceIteratorVariable(IteratorVariable):
     (`seq` its tracker); see Note [Live iterators]."""
 
     __slots__ = ("seq", "index", "reverse", "_const_items")
+    identity_tracked = True
     rebuilt_as_new_object = True
 
     def __init__(self, seq: VariableTracker, reverse: bool = False, index: int | None = None, source=None):
@@ -185,6 +185,7 @@ class HashedIteratorVariable(IteratorVariable):
     over a set (`kind` None); see Note [Live iterators]."""
 
     __slots__ = ("container", "kind", "reverse", "keys", "size", "version", "index", "start")
+    identity_tracked = True
     rebuilt_as_new_object = True
 
     def __init__(self, container, kind: str | None = None, reverse: bool = False, index: int = 0, source=None):
@@ -411,6 +412,7 @@ class EnumerateIteratorVariable(IteratorVariable):
     steps it makes are not replayed again by its iterator (`owner_stepped`)."""
 
     __slots__ = ("iterator", "count", "start")
+    identity_tracked = True
     rebuilt_as_new_object = True
     replay_phase = REPLAY_CONTAINER
 
@@ -468,6 +470,6 @@ def iterator_of(tx, vt) -> IteratorVariable:
     return vt.iterate(tx)
 
 
-def constant_sequence(vt) -> bool:
-    """Whether `vt` is a constant that `SequenceIteratorVariable` walks (str, bytes, range, tuple)."""
-    return isinstance(vt, ConstantVariable) and isinstance(vt.value, _CONSTANT_SEQUENCES)
+provides("iterator_over")(SequenceIteratorVariable.over_items)
+provides("sequence_iterator")(SequenceIteratorVariable)
+provides("hashed_iterator")(HashedIteratorVariable)

@@ -25,7 +25,7 @@ import collections
 from ..guards.guard import Guard, GuardKind
 from ..guards.sources import AttrSource, ItemSource, KeyedItemSource
 from .base import VariableTracker
-from .builtins import handles
+from .registry import handles
 from .constant import ConstantVariable, is_constant_value
 from .containers import DICT_MUTATORS, DictVariable, _mutating_keys, missing_key_error
 from .dict_keys import TrackerKey, fixed_key, load_key, reconstruct_map

@@ -24,6 +24,7 @@ import operator
 
 from ..guards.guard import Guard, GuardKind
 from ..guards.sources import LengthSource
+from .factory import provides
 from .base import VariableTracker
 from .constant import ConstantVariable
 
@@ -142,3 +143,6 @@ def unpinned_operator(tx, fn, args):
             return None
     value = fn(*[a.value for a in args])
     return UnpinnedIntVariable(value, tx.output, None, fn, args)
+
+
+provides("wrap_int")(wrap_int)

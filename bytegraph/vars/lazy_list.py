@@ -63,11 +63,9 @@ class LazyListVariable(ListVariable):
         output = self._lazy_output
         tx = output.current_tx
         output.side_effects.touch(self)
-        from .builder import wrap
-
         self._guard_length(tx)
         source, real = self.source, self._real
-        items = [wrap(tx, v, ItemSource(source, i), self._lazy_guard) for i, v in enumerate(real)]
+        items = [tx.wrap(v, ItemSource(source, i), self._lazy_guard) for i, v in enumerate(real)]
         self._items = items + self._tail
         self._real = None
         self._tail = None

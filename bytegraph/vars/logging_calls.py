@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 
-from .builtins import handles
+from .registry import handles
 from .constant import ConstantVariable
 
 _LEVEL_METHODS = ("debug", "info", "warning", "warn", "error", "critical", "fatal", "log")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import collections
 
-from .builtins import handles
+from .registry import handles
 from .constant import ConstantVariable
 from .containers import DictVariable
 from .iterators import iterator_of

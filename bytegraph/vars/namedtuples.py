@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import collections
 
-from .builtins import handles
+from .registry import handles
 from .containers import NamedTupleVariable, TupleVariable
 from .iterators import iterator_of
 

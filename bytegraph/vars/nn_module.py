@@ -44,13 +44,14 @@ from ..guards.sources import AttrSource, Source, source_class
 from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, TupleVariable
-from .functions import BoundMethodVariable
+from .functions import BoundMethodVariable, bind_arguments
 from .lazy_int import wrap_int
 from .module_hooks import REGISTRATION_METHODS, break_on_backward_hooks, registration_break
 from .classes import class_dict_source, class_lookup
 from .objects import DELETED, UserObjectVariable
 from .registry import register
 from .tensor import TensorVariable
+from . import factory
 
 
 def _next_alias(tx) -> int:
@@ -400,12 +401,10 @@ class NNModuleVariable(UserObjectVariable):
     def compiled_callee(self, tx):
         """A module without hooks (now guarded) is called as `forward(module, ...)`, its
         class's `forward` compiled by bytegraph."""
-        from .trace_rules import is_traceable
-
         if self.source is None:
             return None
         owner, forward = class_lookup(type(self.value), "forward")
-        if not (isinstance(forward, types.FunctionType) and is_traceable(forward)) or self.has_hooks(tx):
+        if not (isinstance(forward, types.FunctionType) and factory.is_traceable(forward)) or self.has_hooks(tx):
             return None
         return tx.wrap(forward, class_dict_source(owner, "forward")), self
 
@@ -450,9 +449,6 @@ class NNModuleVariable(UserObjectVariable):
 
     def _tree_method(self, tx, name: str, args, kwargs):
         """`modules()`, `named_parameters()`, ...: computed from the real tree, as trackers."""
-        from .functions import bind_arguments
-        from .iterators import SequenceIteratorVariable
-
         fn = getattr(torch.nn.Module, name)
         defaults = [ConstantVariable(v) for v in fn.__defaults__ or ()]
         bound = bind_arguments(tx, fn.__code__, defaults, {}, [self, *args], kwargs)
@@ -475,7 +471,7 @@ class NNModuleVariable(UserObjectVariable):
             items = [TupleVariable([ConstantVariable(k), v]) for k, v in pairs]
         else:
             items = [v for _, v in pairs]
-        return SequenceIteratorVariable.over_items(items)
+        return factory.iterator_over(items)
 
     # ---- containers ------------------------------------------------------------------
     def iterate(self, tx):
@@ -488,9 +484,7 @@ class NNModuleVariable(UserObjectVariable):
             return list(self._slot_dict(tx, "_modules").items.values())
         if isinstance(module, torch.nn.ModuleDict) and type(module).__iter__ is torch.nn.ModuleDict.__iter__:
             return [ConstantVariable(k) for k in self._slot_dict(tx, "_modules").items]
-        from .iterators import iterator_of
-
-        return iterator_of(tx, self.call_method(tx, "__iter__", [], {})).unpack(tx)
+        return self.call_method(tx, "__iter__", [], {}).iterate(tx).unpack(tx)
 
     def call_method(self, tx, name, args, kwargs):
         module = self.value

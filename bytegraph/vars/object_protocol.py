@@ -15,13 +15,11 @@ import operator
 
 import torch
 
-from .constant import ConstantVariable
+from . import factory
 
 
 def _fold(tx, fn, args: list):
-    from .builder import fold_call
-
-    return fold_call(tx, fn, args, {}, fn.__name__)
+    return factory.fold_call(tx, fn, args, {}, fn.__name__)
 
 
 def generic_len(tx, vt):
@@ -41,12 +39,17 @@ def generic_contains(tx, container, item):
         return _fold(tx, operator.contains, [container, item])
     for element in container.unpack(tx):
         if element is item:
-            return ConstantVariable(True)
+            return factory.constant(True)
     if item.is_python_constant() and all(e.is_python_constant() or e.is_tensor for e in container.unpack(tx)):
         value = item.as_python_constant()
-        return ConstantVariable(any(e.is_python_constant() and e.as_python_constant() == value
+        return factory.constant(any(e.is_python_constant() and e.as_python_constant() == value
                                     for e in container.unpack(tx)))
     tx.unsupported(f"`in` on {container.describe()}", category="unsupported operator")
+
+
+def items_equal(tx, xs, ys) -> bool:
+    """Pairwise `==` as CPython's container comparison does it: identity first."""
+    return all(x is y or factory.binary_operator(tx, operator.eq, [x, y]).truth(tx) for x, y in zip(xs, ys))
 
 
 def generic_fx_arg(tx, vt):

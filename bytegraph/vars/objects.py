@@ -31,6 +31,7 @@ from .containers import DICT_MUTATORS, DictVariable
 from .lazy_int import wrap_int
 from .object_protocol import real_hasattr
 from .registry import guard, register
+from . import factory
 
 class _Deleted:
     """The pending value of a deleted attribute or global (see graph/side_effects.py)."""
@@ -113,8 +114,10 @@ class UserObjectVariable(VariableTracker):
     """An instance of a user class (or any object without a dedicated tracker)."""
 
     __slots__ = ("value", "attrs")
+    identity_tracked = True
     rebuilt_as_new_object = True
     replay_phase = REPLAY_OBJECT
+    is_user_object = True
 
     def __init__(self, value, source=None):
         super().__init__(source)
@@ -537,13 +540,11 @@ class OpaqueCallableVariable(CallableValueVariable):
     __slots__ = ()
 
     def call_function(self, tx, args, kwargs):
-        from .trace_rules import lookup
-
         if args and isinstance(self.fn, (types.MethodDescriptorType, types.WrapperDescriptorType)):
             bound = args[0].builtin_base_method(tx, self.fn)  # `dict.keys(obj)` on a dict subclass
             if bound is not None:
                 return bound.call_function(tx, args[1:], kwargs)
-        rule = lookup(self.fn)  # a BREAK rule: why, and how to avoid it
+        rule = factory.trace_rule(self.fn)  # a BREAK rule: why, and how to avoid it
         tx.unsupported(rule.reason, category=rule.category, hint=rule.hint)
 
     def describe(self) -> str:

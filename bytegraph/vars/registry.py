@@ -43,6 +43,19 @@ def resolve(value_type: type):
     raise LookupError(f"no builder for {value_type!r} (object's entry is missing)")
 
 
+HANDLERS: dict = {}  # builtin / operator / math / stdlib function -> handler(tx, fn, args, kwargs)
+
+
+def handles(*fns):
+    """Register the decorated handler for calls of the functions `fns` (a table row of
+    vars/trace_rules.py: `BuiltinVariable` calls it)."""
+    def decorate(handler):
+        for fn in fns:
+            HANDLERS[fn] = handler
+        return handler
+    return decorate
+
+
 def guard(tx, do_guard: bool, kind: GuardKind, source, expected=None) -> None:
     """Install a guard on `source` if the builder was asked to."""
     if do_guard:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 
 from .base import MethodOfVariable, VariableTracker
-from .builtins import handles
+from .registry import handles
 from .classes import ClassVariable
 from .constant import ConstantVariable
 from .containers import DictVariable, TupleVariable

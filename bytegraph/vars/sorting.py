@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import operator
 
+from . import factory
+
 _MIN_MERGE = 64  # below this, listsort is count_run + binarysort
 
 
 def sort_in_place(tx, items: list, keys: list, reverse: bool) -> None:
     """Sort trackers `items` (by trackers `keys`, one per item) in place, as list.sort.
     The keys must be instances of user classes (whose `<` the tracer runs)."""
-    from .dunders import is_user_instance
-
-    if not all(is_user_instance(k) for k in keys):
+    if not all(k.is_user_object for k in keys):
         tx.unsupported("sorting values that are not Python constants", category="unsupported call")
     n = len(items)
     if n >= _MIN_MERGE:
@@ -41,9 +41,7 @@ def sort_in_place(tx, items: list, keys: list, reverse: bool) -> None:
 
 
 def _less(tx, a, b) -> bool:
-    from .builtins import _operator
-
-    return _operator(tx, operator.lt, [a, b], {}).truth(tx)
+    return factory.binary_operator(tx, operator.lt, [a, b]).truth(tx)
 
 
 def _timsort_short(tx, order: list, keys: list) -> None:
@@ -72,8 +70,6 @@ def best_of(tx, fn, items, key):
     """`min(items, key=key)` / `max(...)` (`fn`) over an iterable of trackers: keys computed
     one by one, each compared with the best so far by `<` (min) or `>` (max), as CPython's
     `min_max`; None when there are no items."""
-    from .builtins import _operator
-
     op = operator.lt if fn is min else operator.gt
     best_item = best_key = None
     for item in items:
@@ -84,6 +80,6 @@ def best_of(tx, fn, items, key):
         if k.is_tensor or best_key.is_tensor:
             tx.unsupported(f"{fn.__name__}() over tensors compares tensor values", category="data-dependent",
                            hint=f"use torch.{fn.__name__}imum or torch.{fn.__name__} instead")
-        if _operator(tx, op, [k, best_key], {}).truth(tx):
+        if factory.binary_operator(tx, op, [k, best_key]).truth(tx):
             best_item, best_key = item, k
     return best_item

@@ -11,7 +11,11 @@ methods that mention `super`. What the lookup finds is bound like any class attr
 """
 from __future__ import annotations
 
+import builtins
+
+from . import builtins as builtin_calls
 from .base import VariableTracker
+from .registry import handles
 from .classes import ClassVariable, bind_class_attribute, bind_on_class, class_dict_source
 from .functions import BoundMethodVariable
 
@@ -106,4 +110,7 @@ def _zero_argument_super(tx):
     return start.cls, obj
 
 
-from . import builtins as builtin_calls  # noqa: E402  (vars/builtins imports this module; used at call time)
+
+@handles(builtins.super)
+def _super(tx, fn, args, kwargs):
+    return make_super(tx, args, kwargs)

@@ -25,6 +25,7 @@ from .scalar_reads import read_scalar
 from .symbolic import tensor_metadata
 from .tensor_hooks import HOOK_METHODS, register_tensor_hook
 from .tensor_scalar_args import rewrite_method
+from . import factory
 
 # Attributes whose value only depends on what the tensor guard pins.
 _METADATA_ATTRS = frozenset({
@@ -188,15 +189,13 @@ class TensorVariable(VariableTracker):
                                category="unsupported tensor method")
             return register_tensor_hook(tx, self, name, args, kwargs)
         if name in _METADATA_METHODS or (name == "size") or (name == "type" and not args and not kwargs):
-            from .builder import fold_call
-
             if name in _PINNED_ON_READ_METHODS and not args and not kwargs:
                 return _wrap_metadata(self._pinned(tx, MethodResultSource, name))
             if name in _SYMBOLIC_METHODS and not kwargs and tx.output.shapes is not None:
                 values = [a.as_python_constant() for a in args]
                 return tensor_metadata(tx, self, name, tuple(values), getattr(self.example, name)(*values))
 
-            return fold_call(tx, getattr(self.example, name), args, kwargs, f"Tensor.{name}",
+            return factory.fold_call(tx, getattr(self.example, name), args, kwargs, f"Tensor.{name}",
                              wrap_result=_wrap_metadata)
         if kwargs:
             rewritten = rewrite_method(tx, name, [self, *args], kwargs)

@@ -28,6 +28,7 @@ from .autocast import SPECIAL as AUTOCAST_SPECIAL, state_query
 from .module_hooks import MODULE_HOOK_SPECIAL
 from .torch_contexts import null_context
 from .torch_op_rule import NOT_GRAPH_OPS, graph_target, missing_fake_kernel, op_name
+from . import factory
 
 def _graph_ops() -> frozenset:
     """What torch.overrides lists (every tensor op of `torch.*`, `torch.nn.functional.*`,
@@ -314,9 +315,7 @@ def _fold_value(fn):
     """A handler running `fn` on constant arguments at trace time (a dtype argument read
     from a tensor is guarded by the tensor's guards, a global one by its own)."""
     def fold(tx, args, kwargs):
-        from .builder import fold_call
-
-        return fold_call(tx, fn, args, kwargs, f"torch.{fn.__name__}", wrap_result=ConstantVariable)
+        return factory.fold_call(tx, fn, args, kwargs, f"torch.{fn.__name__}", wrap_result=ConstantVariable)
     return fold
 
 

@@ -44,7 +44,8 @@ import types
 import warnings
 from dataclasses import dataclass
 
-from . import context_vars, counter, dataclass_fields, deque, keyed_dicts, logging_calls, mappings, namedtuples, polyfills, signatures  # noqa: F401  (their HANDLERS entries)
+from .factory import provides
+from . import context_vars, counter, dataclass_fields, deque, keyed_dicts, logging_calls, mappings, namedtuples, polyfills, signatures, super_object  # noqa: F401  (their HANDLERS entries)
 from .environ import ENVIRON_FUNCTIONS, ENVIRON_READS
 from .typing_forms import FOLDS as TYPING_FOLDS
 from .autograd_function import APPLY as AUTOGRAD_APPLY
@@ -263,3 +264,7 @@ def function_rule(module: str, code: types.CodeType) -> Rule:
 def is_traceable(fn: types.FunctionType) -> bool:
     """Whether bytegraph inlines calls of Python function `fn`."""
     return function_rule(fn.__globals__.get("__name__", "") or "", fn.__code__).kind is Kind.INLINE
+
+
+provides("trace_rule")(lookup)
+provides("is_traceable")(is_traceable)

@@ -24,6 +24,7 @@ from ..guards.guard import GuardKind
 from .base import CallableValueVariable, VariableTracker
 from .constant import ConstantVariable
 from .registry import guard, register
+from . import factory
 
 TYPING_FORMS = (typing._SpecialForm, typing._BaseGenericAlias, typing.TypeVar, typing.ParamSpec,
                 typing.TypeVarTuple, typing.ParamSpecArgs, typing.ParamSpecKwargs, types.GenericAlias,
@@ -42,9 +43,7 @@ class TypingFoldVariable(CallableValueVariable):
     __slots__ = ()
 
     def call_function(self, tx, args, kwargs):
-        from .builder import fold_call
-
-        return fold_call(tx, self.fn, args, kwargs, f"typing.{self.fn.__name__}")
+        return factory.fold_call(tx, self.fn, args, kwargs, f"typing.{self.fn.__name__}")
 
     def describe(self) -> str:
         return f"typing.{self.fn.__name__}"
