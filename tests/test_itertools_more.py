@@ -225,7 +225,7 @@ def test_chain_from_iterable_across_a_break():
 
 @pytest.mark.parametrize("fn", [itertools.count, itertools.groupby, itertools.tee])
 def test_new_polyfills_are_registered(fn):
-    from bytegraph.vars.polyfills import POLYFILLS
+    from bytegraph.vars.polyfills.registry import POLYFILLS
 
     assert fn in POLYFILLS
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from ..vars.hook_op import hook_op, register_inductor_fallback
+from ..ops.hooks import hook_op, register_inductor_fallback
 
 
 def _eager(gm: torch.fx.GraphModule, example_inputs):

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, field, fields
+
+from ..ops.hooks import IntermediateHooks
 
 
 class Source:
@@ -789,3 +791,248 @@ class ContextVarSource(Source):
         cg.load_const(self._reader())
         cg.load_source(self.base)
         cg.call(1)
+
+
+HOOKS_SLOT_LOCAL = "__bg_hooks"  # the residual code's local holding this call's IntermediateHooks
+
+
+# ---- sources of modules (vars/nn_module.py; Note [Module guard aliases]) ----------------
+
+@source_class
+class ModuleDictItemSource(Source):
+    """`owner.__dict__[key]` read through `dict_src` (an alias of that dict in guards);
+    `describe()`/`reconstruct()` go through `owner`, the module's own source."""
+
+    dict_src: Source
+    key: str
+    owner: Source
+
+    def name(self) -> str:
+        return f"{self.dict_src.name()}[{self.key!r}]"
+
+    def describe(self) -> str:
+        return f"{self.owner.describe()}.{self.key}"
+
+    def prefix(self) -> Source:
+        return self.owner
+
+    def reconstruct(self, cg) -> None:
+        cg.load_source(self.owner)
+        cg.load_attr(self.key)
+
+
+@source_class
+class ModuleSlotSource(Source):
+    """`owner.<dict_name>[key]`: a submodule, parameter or buffer, read from the dict
+    nn.Module keeps it in (what `Module.__getattr__` returns, without its cost)."""
+
+    dict_src: Source
+    dict_name: str
+    key: str
+    owner: Source
+
+    def name(self) -> str:
+        return f"{self.dict_src.name()}[{self.dict_name!r}][{self.key!r}]"
+
+    def describe(self) -> str:
+        if self.key.isidentifier():
+            return f"{self.owner.describe()}.{self.key}"
+        return f"{self.owner.describe()}[{self.key}]"
+
+    def prefix(self) -> Source:
+        """The slot dict (`owner.<dict_name>`): siblings share it, so residual code can load
+        it once for all of a module's parameters."""
+        return ModuleDictItemSource(self.dict_src, self.dict_name, self.owner)
+
+    def reconstruct(self, cg) -> None:
+        cg.load_source(self.prefix())
+        cg.load_const(self.key)
+        cg.binary_subscr()
+
+
+@source_class
+class ModuleBindSource(Source):
+    """The module at `inner`, bound to guard-local `__bg_m<index>` and its `__dict__` to
+    `__bg_d<index>`; evaluates to the module (Note [Module guard aliases])."""
+
+    inner: Source
+    index: int
+
+    def name(self) -> str:
+        i = self.index
+        return f"((__bg_d{i} := (__bg_m{i} := {self.inner.name()}).__dict__) and __bg_m{i})"
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+    def prefix(self) -> Source:
+        return self.inner
+
+    def reconstruct(self, cg) -> None:
+        cg.load_source(self.inner)
+
+
+@source_class
+class ModuleAliasSource(Source):
+    """`__bg_m<index>` (or `__bg_d<index>`, the module's `__dict__`, when `of_dict`), bound
+    by an earlier guard clause (Note [Module guard aliases])."""
+
+    inner: Source
+    index: int
+    of_dict: bool = False
+
+    def name(self) -> str:
+        return f"__bg_{'d' if self.of_dict else 'm'}{self.index}"
+
+    def describe(self) -> str:
+        return f"{self.inner.describe()}.__dict__" if self.of_dict else self.inner.describe()
+
+    def prefix(self) -> Source:
+        return self.inner
+
+    def reconstruct(self, cg) -> None:
+        cg.load_source(self.inner)
+        if self.of_dict:
+            cg.load_attr("__dict__")
+
+
+@source_class
+class GuardExpressionSource(Source):
+    """A guard-only boolean-ish expression over other sources (hook checks): `template`
+    is formatted with the parts' names; guarded `is None` / `is False`."""
+
+    template: str
+    parts: tuple
+    what: str
+
+    def name(self) -> str:
+        return self.template.format(*(p.name() for p in self.parts))
+
+    def describe(self) -> str:
+        return self.what
+
+    def reconstruct(self, cg) -> None:
+        raise NotImplementedError("a guard-only source")
+
+
+@source_class
+class GuardAliasSource(Source):
+    """A value (a parameter) bound to guard-local `alias` by the first clause that reads it."""
+
+    inner: Source
+    alias: str
+
+    def name(self) -> str:
+        return self.alias
+
+    def binding_name(self) -> str:
+        return f"({self.alias} := {self.inner.name()})"
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+    def prefix(self) -> Source:
+        return self.inner
+
+    def reconstruct(self, cg) -> None:
+        cg.load_source(self.inner)
+
+
+@source_class
+class WeakRefCallSource(Source):
+    """`base()`: the referent of a weak reference."""
+
+    base: Source
+
+    def name(self) -> str:
+        return f"{self.base.name()}()"
+
+    def describe(self) -> str:
+        return f"{self.base.describe()}()"
+
+    def prefix(self) -> Source:
+        return self.base
+
+    def reconstruct(self, cg) -> None:
+        cg.push_null()
+        cg.load_source(self.base)
+        cg.call(0)
+
+
+@source_class
+class IntermediateHookTokenSource(Source):
+    """The token of this call's `IntermediateHooks` (a graph input): loading it makes the
+    slot and keeps it in the residual code's local `__bg_hooks`. Never guarded."""
+
+    def name(self) -> str:
+        return "bytegraph_hook_token"
+
+    def describe(self) -> str:
+        return "the intermediate-hook token"
+
+    def reconstruct(self, cg) -> None:
+        cg.push_null()
+        cg.load_const(IntermediateHooks)
+        cg.call(0)
+        cg.copy(1)
+        cg.store_fast(HOOKS_SLOT_LOCAL)
+        cg.call_method0("new_token")
+
+
+@source_class
+class IntermediateHooksSource(Source):
+    """This call's `IntermediateHooks` slot, the residual code's local `__bg_hooks` (made
+    when the graph's inputs load, before any code reading it runs)."""
+
+    def name(self) -> str:
+        return HOOKS_SLOT_LOCAL
+
+    def describe(self) -> str:
+        return "the intermediate hooks of this call"
+
+    def reconstruct(self, cg) -> None:
+        cg.load_fast(HOOKS_SLOT_LOCAL)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class MadeModuleSource(ObjectSource):
+    """A module the trace built (`obj`) for `cls(*args, **kwargs)`; residual code builds a new one."""
+
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+
+    def describe(self) -> str:
+        return f"a {type(self.obj).__qualname__} made in the compiled function"
+
+    def reconstruct(self, cg) -> None:
+        cg.push_null()
+        cg.load_const(type(self.obj))
+        for value in (*self.args, *self.kwargs.values()):
+            cg.load_const(value)
+        if self.kwargs:
+            cg.kw_names(tuple(self.kwargs))
+        cg.call(len(self.args) + len(self.kwargs))
+
+
+class StateQuerySource:
+    """`fn(*args)` re-evaluated by the guard function (a guard-only source)."""
+
+    __slots__ = ("args", "fn")
+
+    def __init__(self, fn, args):
+        self.fn, self.args = fn, args
+
+    def __eq__(self, other):
+        return type(other) is StateQuerySource and other.fn == self.fn and other.args == self.args
+
+    def __hash__(self):
+        return hash((self.fn, self.args))
+
+    def name(self) -> str:
+        return f"{self.fn.name()}({', '.join(repr(a) for a in self.args)})"
+
+    def describe(self) -> str:
+        return f"{self.fn.describe()}({', '.join(repr(a) for a in self.args)})"
+
+    def root(self):
+        return self.fn.root()

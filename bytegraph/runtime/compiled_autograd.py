@@ -58,7 +58,7 @@ from torch.fx.experimental.proxy_tensor import (PythonKeyTracer, ProxyTorchDispa
 
 from ..graph.backends import lookup_backend
 from ..vars.autograd_ops import AutogradOp
-from ..vars.hook_op import intermediate_hook_of
+from ..ops.hooks import intermediate_hook_of
 from .compiled_function import CompiledFunction
 from .logs import logger
 

@@ -36,7 +36,7 @@ import torch
 from torch.amp.autocast_mode import _enter_autocast, _exit_autocast
 
 from ..guards.guard import Guard, GuardKind
-from ..guards.sources import AttrSource, ObjectSource
+from ..guards.sources import AttrSource, ObjectSource, StateQuerySource
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .registry import guard, register
@@ -384,30 +384,6 @@ def state_query(tx, fn, consts: list) -> VariableTracker:
     source = StateQuerySource(ObjectSource(fn), tuple(consts))
     tx.output.add_guard(Guard(GuardKind.CONSTANT_MATCH, source, value, tx.guard_location()))
     return ConstantVariable(value)
-
-
-class StateQuerySource:
-    """`fn(*args)` re-evaluated by the guard function (a guard-only source)."""
-
-    __slots__ = ("args", "fn")
-
-    def __init__(self, fn, args):
-        self.fn, self.args = fn, args
-
-    def __eq__(self, other):
-        return type(other) is StateQuerySource and other.fn == self.fn and other.args == self.args
-
-    def __hash__(self):
-        return hash((self.fn, self.args))
-
-    def name(self) -> str:
-        return f"{self.fn.name()}({', '.join(repr(a) for a in self.args)})"
-
-    def describe(self) -> str:
-        return f"{self.fn.describe()}({', '.join(repr(a) for a in self.args)})"
-
-    def root(self):
-        return self.fn.root()
 
 
 SPECIAL = {

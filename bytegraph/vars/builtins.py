@@ -677,8 +677,7 @@ def _real_object(tx, vt):
     return real
 
 
-def fold(tx, fn, args, kwargs, wrap_result=None):
-    return factory.fold_call(tx, fn, args, kwargs, getattr(fn, "__name__", repr(fn)), wrap_result=wrap_result)
+fold = factory.fold
 
 
 @handles(*builtin_methods.type_level_folds())

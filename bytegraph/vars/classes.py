@@ -25,34 +25,12 @@ from .container_subclass import BaseContainerMethodVariable, is_read_only_base_m
 from .functions import BoundMethodVariable
 from .lazy_int import wrap_int
 from .object_protocol import real_hasattr
+from .class_lookup import MISSING, class_dict_source, class_lookup, is_data_descriptor
+from .factory import provides
 from .registry import guard, register
-
-MISSING = object()
 
 # C callables whose `__get__` binds like a function's (`types.MethodType(attr, obj)`)
 _BINDS_LIKE_A_FUNCTION = (types.FunctionType, functools._lru_cache_wrapper)
-
-
-def class_lookup(cls: type, name: str):
-    """(owner class, attribute) for `name` along `cls.__mro__`, or (None, MISSING)."""
-    for klass in cls.__mro__:
-        attr = klass.__dict__.get(name, MISSING)
-        if attr is not MISSING:
-            return klass, attr
-    return None, MISSING
-
-
-def is_data_descriptor(attr) -> bool:
-    kind = type(attr)
-    return hasattr(kind, "__set__") or hasattr(kind, "__delete__")
-
-
-def class_dict_source(owner: type, name: str, *attrs: str):
-    """`owner.__dict__[name]` (then `.attr...`): where a class-level value lives."""
-    src = ItemSource(AttrSource(ObjectSource(owner), "__dict__"), name)
-    for attr in attrs:
-        src = AttrSource(src, attr)
-    return src
 
 
 def bind_class_attribute(tx, obj: VariableTracker, owner: type, name: str, attr, src):
@@ -247,3 +225,6 @@ def build_class(tx, value, source, do_guard: bool) -> VariableTracker:
     """A class (of any metaclass) outside the trace-rules table."""
     guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
     return ClassVariable(value, source)
+
+
+provides("bind_class_attribute")(bind_class_attribute)

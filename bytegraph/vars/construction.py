@@ -21,7 +21,7 @@ import types
 import torch
 
 from .base import VariableTracker
-from .classes import class_dict_source, class_lookup
+from .class_lookup import class_dict_source, class_lookup
 from .constant import ConstantVariable, is_constant_value
 from .dict_subclass import dict_base, dict_instance_reason, new_dict_object
 from .exceptions import construct_exception, constructor_effect_reason, is_plain_exception_class

@@ -14,6 +14,7 @@ import torch
 
 from ..guards.sources import AttrSource
 from . import builtin_methods
+from .class_lookup import MISSING, class_lookup
 from .factory import provides
 from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable, is_constant_value
@@ -252,12 +253,10 @@ class NamedTupleVariable(TupleVariable):
             return self.items[list(fields).index(name)]
         if name == "_fields":
             return ConstantVariable(tuple(fields))
-        from .classes import MISSING, bind_class_attribute, class_lookup
-
         owner, attr = class_lookup(self.tuple_cls, name)
         if attr is not MISSING and owner not in (tuple, object) and name not in _NAMEDTUPLE_MACHINERY:
             src = AttrSource(self.source, name) if self.source is not None else None
-            return bind_class_attribute(tx, self, owner, name, attr, src)  # methods, properties
+            return factory.bind_class_attribute(tx, self, owner, name, attr, src)  # methods, properties
         return super().var_getattr(tx, name)
 
     def call_method(self, tx, name, args, kwargs):
@@ -504,9 +503,7 @@ class DictVariable(VariableTracker):
             return self._mutate(tx, name, args, kwargs)
         items = self.items
         if name in ("keys", "values", "items") and not args and not kwargs:
-            from .dict_views import DictViewVariable
-
-            return DictViewVariable(self, name)
+            return factory.dict_view(self, name)
         if name == "get":
             key = args[0].key_impl(tx)
             default = args[1] if len(args) > 1 else ConstantVariable(None)

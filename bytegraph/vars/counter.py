@@ -16,10 +16,10 @@ import itertools
 import types
 
 from .registry import handles
-from .classes import class_lookup
+from .class_lookup import class_lookup
 from .constant import ConstantVariable
 from .containers import DictVariable
-from .polyfills import PolyfillBodyVariable, PolyfilledIteratorVariable
+from .polyfills.trackers import PolyfillBodyVariable, PolyfilledIteratorVariable
 from .polyfills.collections import COUNTER_METHODS
 from .registry import register
 from . import factory

@@ -17,7 +17,8 @@ from __future__ import annotations
 import dataclasses
 
 from .registry import handles
-from .classes import MISSING, ClassVariable, class_dict_source, class_lookup
+from .class_lookup import MISSING, class_dict_source, class_lookup
+from .classes import ClassVariable
 from .containers import TupleVariable
 from .functions import UserFunctionVariable
 from .objects import UserObjectVariable, _instance_dict, python_getattribute

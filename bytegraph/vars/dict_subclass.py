@@ -29,7 +29,7 @@ import collections
 import types
 
 from .base import VariableTracker
-from .classes import class_lookup
+from .class_lookup import class_lookup
 from .constant import ConstantVariable
 from .container_subclass import BaseContainerMethodVariable
 from .containers import DictVariable

@@ -13,6 +13,7 @@ from __future__ import annotations
 import operator
 import types
 
+from .factory import provides
 from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, SetVariable, TupleVariable
@@ -205,3 +206,6 @@ class MappingProxyVariable(VariableTracker):
         cg.load_const(types.MappingProxyType)
         cg.reconstruct(self.dict_vt)
         cg.call(1)
+
+
+provides("dict_view")(DictViewVariable)

@@ -18,7 +18,7 @@ import dataclasses
 import operator
 import types
 
-from .classes import MISSING, class_lookup
+from .class_lookup import MISSING, class_lookup
 from .constant import ConstantVariable
 
 _BINARY_NAMES = {

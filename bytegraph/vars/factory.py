@@ -35,6 +35,11 @@ def fold_call(tx, fn, args, kwargs, what: str, wrap_result=None):
     return _MAKERS["fold_call"](tx, fn, args, kwargs, what, wrap_result)
 
 
+def fold(tx, fn, args, kwargs, wrap_result=None):
+    """`fold_call` named after `fn`: the handler of a pure function of constants."""
+    return fold_call(tx, fn, args, kwargs, getattr(fn, "__name__", repr(fn)), wrap_result)
+
+
 def wrap_constant(value):
     """A tracker for a value computed at trace time from constants (vars/builder.py)."""
     return _MAKERS["wrap_constant"](value)
@@ -73,6 +78,16 @@ def sequence_iterator(seq, reverse: bool = False):
 def hashed_iterator(container, kind: str | None = None, reverse: bool = False):
     """An iterator over a dict's keys/values/items (`kind`) or a set's members (vars/iterators.py)."""
     return _MAKERS["hashed_iterator"](container, kind, reverse)
+
+
+def bind_class_attribute(tx, obj, owner: type, name: str, attr, src):
+    """`obj.name` found as `attr` on `owner`, a class of `type(obj)`'s MRO (vars/classes.py)."""
+    return _MAKERS["bind_class_attribute"](tx, obj, owner, name, attr, src)
+
+
+def dict_view(dict_vt, kind: str):
+    """`d.keys()`, `d.values()` or `d.items()` (`kind`) of the dict tracker `dict_vt` (vars/dict_views.py)."""
+    return _MAKERS["dict_view"](dict_vt, kind)
 
 
 def wrap_int(tx, value: int, source):

@@ -1,5 +1,5 @@
 """`y.register_hook(fn)` on a tensor computed in the trace (no source), without a graph
-break: the opaque hook node of Note [Intermediate hook node] (vars/hook_op.py) in the
+break: the opaque hook node of Note [Intermediate hook node] (ops/hooks.py) in the
 graph, the function rebuilt and attached by the residual code, the handle a tracker that
 the residual code rebuilds as the real `RemovableHandle`.
 
@@ -23,47 +23,11 @@ from __future__ import annotations
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from ..guards.sources import Source, source_class
+from ..guards.sources import HOOKS_SLOT_LOCAL, IntermediateHookTokenSource, IntermediateHooksSource
 from .base import REPLAY_OBJECT, MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
-from .hook_op import IntermediateHooks, hook_op
+from ..ops.hooks import IntermediateHooks, hook_op
 
-SLOT_LOCAL = "__bg_hooks"
-
-
-@source_class
-class IntermediateHookTokenSource(Source):
-    """The token of this call's `IntermediateHooks` (a graph input): loading it makes the
-    slot and keeps it in the residual code's local `__bg_hooks`. Never guarded."""
-
-    def name(self) -> str:
-        return "bytegraph_hook_token"
-
-    def describe(self) -> str:
-        return "the intermediate-hook token"
-
-    def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_const(IntermediateHooks)
-        cg.call(0)
-        cg.copy(1)
-        cg.store_fast(SLOT_LOCAL)
-        cg.call_method0("new_token")
-
-
-@source_class
-class IntermediateHooksSource(Source):
-    """This call's `IntermediateHooks` slot, the residual code's local `__bg_hooks` (made
-    when the graph's inputs load, before any code reading it runs)."""
-
-    def name(self) -> str:
-        return SLOT_LOCAL
-
-    def describe(self) -> str:
-        return "the intermediate hooks of this call"
-
-    def reconstruct(self, cg) -> None:
-        cg.load_fast(SLOT_LOCAL)
 
 
 class IntermediateHooksVariable(VariableTracker):
@@ -95,7 +59,7 @@ class IntermediateHooksVariable(VariableTracker):
 
         def push():
             cg.push_null()
-            cg.load_fast(SLOT_LOCAL)
+            cg.load_fast(HOOKS_SLOT_LOCAL)
             cg.load_attr("attach")
             for h in handles:
                 if h.removed:
@@ -140,7 +104,7 @@ class IntermediateHookHandleVariable(VariableTracker):
 
     def reconstruct(self, cg) -> None:
         cg.push_null()
-        cg.load_fast(SLOT_LOCAL)
+        cg.load_fast(HOOKS_SLOT_LOCAL)
         cg.load_attr("handle")
         cg.load_const(self.index)
         cg.call(1)

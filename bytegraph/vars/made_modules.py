@@ -36,31 +36,11 @@ import torch
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from ..errors import GraphBreak, TracedRaise
-from ..guards.sources import ObjectSource
+from ..guards.sources import MadeModuleSource, ObjectSource
 from .base import CallableValueVariable
-from .classes import class_lookup
+from .class_lookup import class_lookup
 from .constant import ConstantVariable
 from .objects import NewObjectVariable
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class MadeModuleSource(ObjectSource):
-    """A module the trace built (`obj`) for `cls(*args, **kwargs)`; residual code builds a new one."""
-
-    args: tuple = ()
-    kwargs: dict = field(default_factory=dict)
-
-    def describe(self) -> str:
-        return f"a {type(self.obj).__qualname__} made in the compiled function"
-
-    def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_const(type(self.obj))
-        for value in (*self.args, *self.kwargs.values()):
-            cg.load_const(value)
-        if self.kwargs:
-            cg.kw_names(tuple(self.kwargs))
-        cg.call(len(self.args) + len(self.kwargs))
 
 
 def is_module_class(cls: type) -> bool:

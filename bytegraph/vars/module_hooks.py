@@ -25,6 +25,7 @@ from __future__ import annotations
 import torch
 from torch.nn.modules import module as _module_mod
 
+from ..guards.sources import GuardExpressionSource
 from ..guards.guard import Guard, GuardKind
 
 REGISTRATION_METHODS = frozenset(name for name in dir(torch.nn.Module)
@@ -51,16 +52,16 @@ MODULE_HOOK_SPECIAL = {fn: _global_registration(fn) for name, fn in vars(_module
 def break_on_backward_hooks(tx, module_vt) -> None:
     """Break before calling `module_vt` if it (or the global dicts) has backward hooks,
     guarded to stay so; no-op (and no guard) when it has none."""
-    from .nn_module import _Expr
+    from .nn_module import GuardExpressionSource
     from ..guards.sources import ObjectSource
 
     d = module_vt.value.__dict__
     if d["_backward_hooks"] or d["_backward_pre_hooks"]:
-        source = _Expr("bool({0}['_backward_hooks'] or {0}['_backward_pre_hooks'])", (module_vt.dict_src,),
+        source = GuardExpressionSource("bool({0}['_backward_hooks'] or {0}['_backward_pre_hooks'])", (module_vt.dict_src,),
                        f"backward hooks of {module_vt.source.describe()}")
         owner = "registered on it"
     elif any(getattr(_module_mod, name) for name in _GLOBAL_BACKWARD):
-        source = _Expr("bool({} or {})", tuple(ObjectSource(getattr(_module_mod, n)) for n in _GLOBAL_BACKWARD),
+        source = GuardExpressionSource("bool({} or {})", tuple(ObjectSource(getattr(_module_mod, n)) for n in _GLOBAL_BACKWARD),
                        "global nn.Module backward hooks")
         owner = "the global nn.Module hooks"
     else:

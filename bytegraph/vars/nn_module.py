@@ -25,7 +25,7 @@ three modules deep would re-walk the module path for every clause. The type guar
 a module therefore binds the module and its `__dict__` to guard-local names with `:=`
 (`ModuleBindSource`: `__bg_m3`, `__bg_d3`), and every source below it starts from the
 dict alias (`ModuleAliasSource`); a parameter is bound likewise (`__bg_t7`) by the first
-conjunct of its tensor guard (`_Alias.binding_name`), the first clause that reads it.
+conjunct of its tensor guard (`GuardAliasSource.binding_name`), the first clause that reads it.
 This is sound because guards are evaluated in insertion order and a module's type
 guard is installed before anything is read from it; an unguarded module
 (wrap(..., guard=False)) is never aliased. Residual code never uses the aliases: every
@@ -40,14 +40,14 @@ import torch
 from torch.nn.modules import module as _module_mod
 
 from ..guards.guard import Guard, GuardKind
-from ..guards.sources import AttrSource, Source, source_class
+from ..guards.sources import AttrSource, GuardAliasSource, GuardExpressionSource, ModuleAliasSource, ModuleBindSource, ModuleDictItemSource, ModuleSlotSource, Source, WeakRefCallSource, source_class
 from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, TupleVariable
 from .functions import BoundMethodVariable, bind_arguments
 from .lazy_int import wrap_int
 from .module_hooks import REGISTRATION_METHODS, break_on_backward_hooks, registration_break
-from .classes import class_dict_source, class_lookup
+from .class_lookup import class_dict_source, class_lookup
 from .objects import DELETED, UserObjectVariable
 from .registry import register
 from .tensor import TensorVariable
@@ -81,148 +81,6 @@ _TREE_METHODS = frozenset({"modules", "named_modules", "children", "named_childr
                            "named_parameters", "buffers", "named_buffers"})
 _CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)
 _INDEXABLE = {torch.nn.Sequential.__getitem__, torch.nn.ModuleList.__getitem__, torch.nn.ModuleDict.__getitem__}
-
-
-# ---- sources ---------------------------------------------------------------------------
-
-@source_class
-class ModuleDictItemSource(Source):
-    """`owner.__dict__[key]` read through `dict_src` (an alias of that dict in guards);
-    `describe()`/`reconstruct()` go through `owner`, the module's own source."""
-
-    dict_src: Source
-    key: str
-    owner: Source
-
-    def name(self) -> str:
-        return f"{self.dict_src.name()}[{self.key!r}]"
-
-    def describe(self) -> str:
-        return f"{self.owner.describe()}.{self.key}"
-
-    def prefix(self) -> Source:
-        return self.owner
-
-    def reconstruct(self, cg) -> None:
-        cg.load_source(self.owner)
-        cg.load_attr(self.key)
-
-
-@source_class
-class ModuleSlotSource(Source):
-    """`owner.<dict_name>[key]`: a submodule, parameter or buffer, read from the dict
-    nn.Module keeps it in (what `Module.__getattr__` returns, without its cost)."""
-
-    dict_src: Source
-    dict_name: str
-    key: str
-    owner: Source
-
-    def name(self) -> str:
-        return f"{self.dict_src.name()}[{self.dict_name!r}][{self.key!r}]"
-
-    def describe(self) -> str:
-        if self.key.isidentifier():
-            return f"{self.owner.describe()}.{self.key}"
-        return f"{self.owner.describe()}[{self.key}]"
-
-    def prefix(self) -> Source:
-        """The slot dict (`owner.<dict_name>`): siblings share it, so residual code can load
-        it once for all of a module's parameters."""
-        return ModuleDictItemSource(self.dict_src, self.dict_name, self.owner)
-
-    def reconstruct(self, cg) -> None:
-        cg.load_source(self.prefix())
-        cg.load_const(self.key)
-        cg.binary_subscr()
-
-
-@source_class
-class ModuleBindSource(Source):
-    """The module at `inner`, bound to guard-local `__bg_m<index>` and its `__dict__` to
-    `__bg_d<index>`; evaluates to the module (Note [Module guard aliases])."""
-
-    inner: Source
-    index: int
-
-    def name(self) -> str:
-        i = self.index
-        return f"((__bg_d{i} := (__bg_m{i} := {self.inner.name()}).__dict__) and __bg_m{i})"
-
-    def describe(self) -> str:
-        return self.inner.describe()
-
-    def prefix(self) -> Source:
-        return self.inner
-
-    def reconstruct(self, cg) -> None:
-        cg.load_source(self.inner)
-
-
-@source_class
-class ModuleAliasSource(Source):
-    """`__bg_m<index>` (or `__bg_d<index>`, the module's `__dict__`, when `of_dict`), bound
-    by an earlier guard clause (Note [Module guard aliases])."""
-
-    inner: Source
-    index: int
-    of_dict: bool = False
-
-    def name(self) -> str:
-        return f"__bg_{'d' if self.of_dict else 'm'}{self.index}"
-
-    def describe(self) -> str:
-        return f"{self.inner.describe()}.__dict__" if self.of_dict else self.inner.describe()
-
-    def prefix(self) -> Source:
-        return self.inner
-
-    def reconstruct(self, cg) -> None:
-        cg.load_source(self.inner)
-        if self.of_dict:
-            cg.load_attr("__dict__")
-
-
-@source_class
-class _Expr(Source):
-    """A guard-only boolean-ish expression over other sources (hook checks): `template`
-    is formatted with the parts' names; guarded `is None` / `is False`."""
-
-    template: str
-    parts: tuple
-    what: str
-
-    def name(self) -> str:
-        return self.template.format(*(p.name() for p in self.parts))
-
-    def describe(self) -> str:
-        return self.what
-
-    def reconstruct(self, cg) -> None:
-        raise NotImplementedError("a guard-only source")
-
-
-@source_class
-class _Alias(Source):
-    """A value (a parameter) bound to guard-local `alias` by the first clause that reads it."""
-
-    inner: Source
-    alias: str
-
-    def name(self) -> str:
-        return self.alias
-
-    def binding_name(self) -> str:
-        return f"({self.alias} := {self.inner.name()})"
-
-    def describe(self) -> str:
-        return self.inner.describe()
-
-    def prefix(self) -> Source:
-        return self.inner
-
-    def reconstruct(self, cg) -> None:
-        cg.load_source(self.inner)
 
 
 # Note [Module call guard]: one clause per called module: no hook of any kind, no
@@ -333,7 +191,7 @@ class NNModuleVariable(UserObjectVariable):
             cached = tx.output.tracked.get(source)
             if cached is None:
                 # its tensor guard binds it, so the rest of that guard does not re-walk the path
-                cached = tx.output.add_input(_Alias(source, f"__bg_t{_next_alias(tx)}"), value,
+                cached = tx.output.add_input(GuardAliasSource(source, f"__bg_t{_next_alias(tx)}"), value,
                                              named_after=source.describe())
                 tx.output.tracked[source] = cached
             return cached
@@ -418,7 +276,7 @@ class NNModuleVariable(UserObjectVariable):
         if not self.call_checked:
             tx.output.side_effects.touch(self)
             self.call_checked = True
-            tx.output.add_guard(Guard(GuardKind.CONSTANT_MATCH, _Expr(
+            tx.output.add_guard(Guard(GuardKind.CONSTANT_MATCH, GuardExpressionSource(
                 _NO_HOOKS, (self.dict_src,), f"hooks of {self.source.describe()}"), None, tx.guard_location()))
         return _global_hooks(tx)
 
@@ -611,28 +469,7 @@ class WeakRefVariable(VariableTracker):
             # e.g. RemovableHandle.hooks_dict_ref: a dict whose keys change on every call
             tx.unsupported(f"calling weak reference {self.source.describe()} to a "
                            f"{type(referent).__qualname__}", category="unsupported call")
-        return tx.wrap(referent, _Called(self.source))
-
-
-@source_class
-class _Called(Source):
-    """`base()`: the referent of a weak reference."""
-
-    base: Source
-
-    def name(self) -> str:
-        return f"{self.base.name()}()"
-
-    def describe(self) -> str:
-        return f"{self.base.describe()}()"
-
-    def prefix(self) -> Source:
-        return self.base
-
-    def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_source(self.base)
-        cg.call(0)
+        return tx.wrap(referent, WeakRefCallSource(self.source))
 
 
 def build_weakref(tx, ref, source, do_guard: bool) -> WeakRefVariable:
@@ -648,7 +485,7 @@ def _global_hooks(tx) -> bool:
     dicts = [getattr(_module_mod, name) for name in _GLOBAL_HOOK_DICTS]
     present = any(dicts)
     if not present:
-        source = _Expr("({} or {} or {} or {} or None)", tuple(map(tx.output.object_source, dicts)),
+        source = GuardExpressionSource("({} or {} or {} or {} or None)", tuple(map(tx.output.object_source, dicts)),
                        "global nn.Module hooks")
         tx.output.add_guard_at(tx, GuardKind.CONSTANT_MATCH, source, None)
     return present

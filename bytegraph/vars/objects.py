@@ -24,8 +24,8 @@ import types
 from ..guards.guard import GuardKind
 from ..guards.sources import AttrSource, GenericAttrSource, ItemSource
 from .base import REPLAY_OBJECT, CallableValueVariable, MethodOfVariable, VariableTracker
-from .classes import MISSING, bind_class_attribute, call_property, class_lookup, is_data_descriptor, \
-    wrap_attribute
+from .class_lookup import MISSING, class_lookup, is_data_descriptor
+from .classes import bind_class_attribute, call_property, wrap_attribute
 from .constant import ConstantVariable
 from .containers import DICT_MUTATORS, DictVariable
 from .lazy_int import wrap_int

@@ -16,7 +16,8 @@ import builtins
 from . import builtins as builtin_calls
 from .base import VariableTracker
 from .registry import handles
-from .classes import ClassVariable, bind_class_attribute, bind_on_class, class_dict_source
+from .class_lookup import class_dict_source
+from .classes import ClassVariable, bind_class_attribute, bind_on_class
 from .functions import BoundMethodVariable
 
 

@@ -53,7 +53,9 @@ from .made_modules import MODULE_INIT
 from .numpy_calls import SCALAR_TYPES as NUMPY_SCALAR_TYPES
 from .hops import HIGHER_ORDER_OPS
 from .builtins import HANDLERS, BuiltinVariable
-from .polyfills import POLYFILLS, PolyfillVariable
+from .polyfills import registry as polyfill_registry
+from .polyfills.registry import POLYFILLS
+from .polyfills.trackers import PolyfillBreakVariable, PolyfillVariable
 from .torch_functions import GRAPH_OPS, SPECIAL, TorchFunctionVariable, TorchSpecialVariable
 from . import torch_op_rule
 
@@ -73,7 +75,7 @@ class Rule:
     reason: str  # why this rule: the table it comes from, or why a call breaks
     tracker: type | None = None  # the tracker class a value with this rule gets (table rules)
     handler: object = None  # BUILTIN: the table's handler
-    polyfill: polyfills.Polyfill | None = None  # POLYFILL
+    polyfill: polyfill_registry.Polyfill | None = None  # POLYFILL
     category: str = ""  # BREAK: the break category
     hint: str = ""  # BREAK: how to avoid the break
 
@@ -95,8 +97,8 @@ def _table() -> dict:
     tables = (
         ((fn, Rule(Kind.POLYFILL, "a C function with a Python stand-in in vars/polyfills",
                    PolyfillVariable, polyfill=p)) for fn, p in POLYFILLS.items()),
-        ((polyfills.unsupported, Rule(Kind.BUILTIN, "a polyfill body's graph break (vars/polyfills)",
-                                      polyfills.PolyfillBreakVariable)),),
+        ((polyfill_registry.unsupported, Rule(Kind.BUILTIN, "a polyfill body's graph break (vars/polyfills)",
+                                      PolyfillBreakVariable)),),
         ((fn, Rule(Kind.BUILTIN, "a torch callable with trace-time semantics (torch_functions.SPECIAL)",
                    TorchSpecialVariable, handler=h)) for fn, h in SPECIAL.items()),
         ((fn, Rule(Kind.GRAPH_OP, "a torch op listed by torch.overrides", TorchFunctionVariable))

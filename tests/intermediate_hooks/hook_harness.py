@@ -29,7 +29,7 @@ class Counting:
 
 
 def _hook_op():
-    from bytegraph.vars.hook_op import hook_op
+    from bytegraph.ops.hooks import hook_op
 
     return hook_op
 

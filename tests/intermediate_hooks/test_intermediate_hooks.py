@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import bytegraph
-from bytegraph.vars import hook_op
+from bytegraph.ops import hooks as hook_op
 from hook_harness import BACKENDS, LOG, diff
 
 FAST = ("eager", "aot_eager")

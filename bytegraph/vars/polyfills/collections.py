@@ -7,7 +7,7 @@ is `sorted(...)[:n]` (what `heapq.nlargest` is documented to equal)."""
 import collections
 import collections.abc
 
-from . import polyfill
+from .registry import polyfill
 
 
 @polyfill(collections._count_elements)

@@ -18,7 +18,7 @@ import types
 import weakref
 
 from ..construction import plain_instance_reason
-from . import polyfill, trace_time, unsupported
+from .registry import polyfill, trace_time, unsupported
 
 _ATOMIC = frozenset({type(None), type(Ellipsis), type(NotImplemented), int, float, bool, complex, bytes, str,
                      types.CodeType, range, types.BuiltinFunctionType, types.FunctionType, weakref.ref, property})

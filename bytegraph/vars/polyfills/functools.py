@@ -1,7 +1,7 @@
 """Polyfills for the C functions of `functools`."""
 import functools
 
-from . import polyfill
+from .registry import polyfill
 
 
 @polyfill(functools.reduce)

@@ -7,7 +7,7 @@ happen in eager. Infinite iterators (`count`, `cycle`, `repeat`) are generators 
 the items asked for are made."""
 import itertools
 
-from . import polyfill, unsupported
+from .registry import polyfill, unsupported
 
 _MAXSIZE = 9223372036854775807  # sys.maxsize, the bound of islice's indices
 

@@ -1,7 +1,7 @@
 """Polyfills for the C functions of `math` that take iterables (the others fold on constants)."""
 import math
 
-from . import polyfill
+from .registry import polyfill
 
 
 @polyfill(math.prod)

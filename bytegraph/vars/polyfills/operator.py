@@ -2,7 +2,7 @@
 `methodcaller`."""
 import operator
 
-from . import polyfill
+from .registry import polyfill
 
 
 @polyfill(operator.countOf)
