@@ -14,6 +14,7 @@ from .runtime import compiled_autograd
 from .runtime.compiled_function import CompiledFunction, reset_all
 from .runtime.logs import logger
 from .runtime.module_wrapper import CompiledModule, unwrap
+import torch.nn
 
 _GENERATOR_OR_ASYNC = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | \
     inspect.CO_ITERABLE_COROUTINE
@@ -57,8 +58,6 @@ def _compile_callable(fn, backend_fn, fullgraph: bool, dynamic=None):
 
 
 def _is_module(obj) -> bool:
-    import torch.nn
-
     return isinstance(obj, torch.nn.Module)
 
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .runtime.compiled_function import LISTENERS, CompiledFunction
+from .runtime.compiled_function import CompiledFunction
+from .runtime.root_frames import LISTENERS
+from .api import compile as bg_compile
 
 
 @dataclass
@@ -80,8 +82,6 @@ def explain(fn, *args, **kwargs):
 
 
 def _explain_call(fn, args, kwargs) -> ExplainOutput:
-    from .api import compile as bg_compile
-
     out = ExplainOutput()
 
     def backend(gm, example_inputs):

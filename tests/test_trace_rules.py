@@ -22,7 +22,8 @@ from bytegraph.vars.classes import ClassVariable
 from bytegraph.vars.constant import ConstantVariable
 from bytegraph.vars.containers import ListVariable, NamedTupleVariable, TupleVariable
 from bytegraph.vars.functions import PartialVariable, UserFunctionVariable
-from bytegraph.vars.polyfills.registry import POLYFILLS, PolyfillVariable
+from bytegraph.vars.polyfills.registry import POLYFILLS
+from bytegraph.vars.polyfills.trackers import PolyfillVariable
 from bytegraph.vars.torch_functions import GRAPH_OPS, SPECIAL, TorchFunctionVariable, TorchSpecialVariable
 from bytegraph.vars.trace_rules import Kind, lookup
 from helpers import check

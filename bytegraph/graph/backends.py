@@ -16,19 +16,19 @@ def _eager(gm: torch.fx.GraphModule, example_inputs):
 
 
 def _nop(gm: torch.fx.GraphModule, example_inputs):
-    from torch._functorch.aot_autograd import make_boxed_func
+    from torch._functorch.aot_autograd import make_boxed_func  # local: start-up cost, only for this backend
 
     return make_boxed_func(gm.forward)
 
 
 def _aot_eager(gm: torch.fx.GraphModule, example_inputs):
-    from torch._functorch.aot_autograd import aot_module_simplified
+    from torch._functorch.aot_autograd import aot_module_simplified  # local: start-up cost, only for this backend
 
     return aot_module_simplified(gm, example_inputs, fw_compiler=_nop, bw_compiler=_nop)
 
 
 def _inductor(gm: torch.fx.GraphModule, example_inputs):
-    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.compile_fx import compile_fx  # local: start-up cost (inductor), only for this backend
 
     if any(node.target is hook_op for node in gm.graph.nodes):
         register_inductor_fallback()  # Note [Intermediate hook node]

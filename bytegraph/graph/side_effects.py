@@ -63,6 +63,7 @@ from ..guards.sources import GlobalsDictSource
 from ..vars.base import REPLAY_CELL, REPLAY_GLOBAL, set_current_scope
 from ..vars.iterators import set_iterator_state
 from ..vars.objects import DELETED  # pending value of a deleted attribute or global
+from ..guards.guard import Guard, GuardKind
 
 
 def _restore_global(arg) -> None:
@@ -338,8 +339,6 @@ class SideEffects:
     def _guard_distinct(self, output) -> None:
         """Objects traced as distinct must stay distinct when anything was mutated: the
         log replays each tracker's final state on its own object."""
-        from ..guards.guard import Guard, GuardKind
-
         written = self._by_phase()
         if any(written[:REPLAY_CELL]):
             sources = tuple(vt.source for vt in self.by_id.values() if vt.replay_phase != REPLAY_CELL)

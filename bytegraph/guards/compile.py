@@ -33,6 +33,8 @@ import re
 
 from .guard import Guard, GuardKind
 from .sources import GENERIC_GETATTR, OBJECT_REFS, binding_markers, naming
+import torch
+import math
 
 
 class _Binder:
@@ -233,9 +235,6 @@ def _scope(values: dict, f_globals: dict, closure, source: str, objects: dict) -
     if GENERIC_GETATTR in source:
         scope[GENERIC_GETATTR] = object.__getattribute__
     if "math." in source or "torch." in source:  # printed shape guards (graph/shapes.py) may call them
-        import math
-        import torch
-
         scope.update(math=math, torch=torch)
     scope.update(values)
     return scope

@@ -13,6 +13,7 @@ import types
 from dataclasses import dataclass
 
 from .sources import Source
+import torch
 
 
 class GuardKind(enum.Enum):
@@ -199,6 +200,4 @@ def _short_repr(obj) -> str:
 
 
 def _grad_enabled():
-    import torch
-
     return torch.is_grad_enabled

@@ -17,6 +17,7 @@ import threading
 from dataclasses import MISSING, dataclass, field, fields
 
 from ..ops.hooks import IntermediateHooks
+import gc
 
 
 class Source:
@@ -590,8 +591,6 @@ def container_of(obj):
     """The dict or set a real dict view or dict/set iterator reads (None once an iterator is
     exhausted): CPython keeps no Python-level path to it, its garbage-collector traversal
     visits it first (`dictview_traverse`, `dictiter_traverse`, `setiter_traverse`)."""
-    import gc
-
     for ref in gc.get_referents(obj):
         if isinstance(ref, (dict, set)):
             return ref

@@ -191,7 +191,7 @@ _inductor_fallback = []
 def register_inductor_fallback() -> None:
     """Let inductor run the backward hook node as a fallback kernel (once per process)."""
     if not _inductor_fallback:
-        from torch._inductor.lowering import make_fallback
+        from torch._inductor.lowering import make_fallback  # local: start-up cost (inductor), only with it
 
         make_fallback(call_hook)
         _inductor_fallback.append(True)

@@ -27,8 +27,9 @@ from ..translate import gc_pause
 from ..translate.capture import argument_names, capture
 from ..translate.continuation import forget_continuations
 from ..translate.resume import forget_resume_functions
-from . import recompiles
+from . import recompiles, verify
 from .logs import logger
+from .root_frames import LISTENERS
 
 _live: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
 
@@ -52,7 +53,6 @@ COMPILE_LOCK = threading.RLock()
 # residual code calls it, so a wrapper (and the function it keeps) lives only as long as a
 # caller does.
 _callees: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
-LISTENERS: list = []  # callables (compiled_function, entry, graph_break | None) told of each new entry
 
 
 # Note [Residual constants]
@@ -188,8 +188,6 @@ class CompiledFunction:
 
     def _verify(self, *values):
         """The wrapper's call in verify mode (`runtime/verify.py`)."""
-        from . import verify
-
         return verify.run(self, self.namespace["__bg_call"], values)
 
     def _compile_wrapper_code(self, entries: list) -> types.CodeType:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import collections
 
-from .compiled_function import LISTENERS
+from .root_frames import LISTENERS
 
 counters: collections.defaultdict = collections.defaultdict(collections.Counter)
 

@@ -20,11 +20,7 @@ import types
 import torch
 
 from .compiled_function import CompiledFunction
-
-
-def forward_call(self, *args, **kwargs):
-    """The root frame of a compiled module: one call of the module."""
-    return self(*args, **kwargs)
+from .root_frames import forward_call
 
 
 class CompiledModule:

@@ -50,8 +50,10 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
+from .. import config
 from .counters import counters
 from .logs import logger
+from .root_frames import forward_call
 
 
 class VerifyError(AssertionError):
@@ -587,8 +589,6 @@ def _exc_text(exc: BaseException) -> str:
 
 def _function_of(compiled, values) -> tuple:
     """(qualified name, file:line) of what the user compiled (a module: its `forward`)."""
-    from .module_wrapper import forward_call
-
     if compiled.fn is forward_call and values and isinstance(values[0], torch.nn.Module):
         forward = getattr(type(values[0]).forward, "__code__", None)
         where = f"{forward.co_filename}:{forward.co_firstlineno}" if forward else "?"
@@ -611,8 +611,6 @@ def report_text(compiled, values, index: int, entry, difference: str, copies: Co
 
 
 def _report(compiled, values, index, entry, difference, copies, cause) -> None:
-    from .. import config
-
     counters["verify"]["differences"] += 1
     text = report_text(compiled, values, index, entry, difference, copies)
     if config.verify == "warn":

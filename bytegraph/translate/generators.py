@@ -47,6 +47,9 @@ from ..vars.dict_keys import reconstruct_map
 from ..vars.exceptions import ExceptionVariable, as_exception
 from ..vars.iterators import IteratorVariable, iterator_of
 from . import speculation
+from .resume import make_resume_function
+from .ops_stack import NULL
+from .breaks import cells_reason, live_values
 
 _CREATED, _SUSPENDED, _RUNNING, _DONE = range(4)
 _NONE = ConstantVariable(None)
@@ -252,10 +255,6 @@ class GeneratorVariable(IteratorVariable):
     def _reconstruct_suspended(self, cg) -> None:
         """A generator suspended at a yield, rebuilt as a resume generator at the
         instruction after it, primed (its prologue yields once, then jumps there)."""
-        from .breaks import cells_reason, live_values
-        from .ops_stack import NULL
-        from .resume import make_resume_function
-
         child = self.child
         index = child.ip
         if self.is_open() or self.delegate() is not None:

@@ -14,6 +14,7 @@ from ..vars.functions import UserFunctionVariable
 from ..vars.lazy_int import wrap_int
 from ..vars.objects import DELETED
 from .ops_stack import NULL
+from ..vars.classes import ClassVariable
 
 
 _MISSING = object()
@@ -136,8 +137,6 @@ class LoadStoreOps:
         self.call_builtin(operator.delitem, [obj, key])
 
     def LOAD_ASSERTION_ERROR(self, inst):
-        from ..vars.classes import ClassVariable
-
         self.stack.append(ClassVariable(AssertionError))
 
     def call_builtin(self, fn, args: list, kwargs: dict | None = None):

@@ -38,6 +38,7 @@ from .ops_load_store import LoadStoreOps
 from .ops_operators import OperatorOps
 from .ops_stack import StackOps
 from . import speculation
+from .unsupported import UNSUPPORTED_OPCODES
 
 
 class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps, ExceptionOps,
@@ -325,8 +326,6 @@ def _builtins_of(f_globals: dict) -> dict:
 
 
 def _build_dispatch():
-    from .unsupported import UNSUPPORTED_OPCODES
-
     table = [None] * 256
     for name, opcode in dis.opmap.items():
         handler = getattr(Translator, name, None)

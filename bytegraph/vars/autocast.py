@@ -40,6 +40,7 @@ from ..guards.sources import AttrSource, ObjectSource, StateQuerySource
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .registry import guard, register
+from ..errors import TracedRaise
 
 _AUTOCAST = torch.amp.autocast_mode.autocast
 
@@ -277,8 +278,6 @@ class AutocastWrappedFunction(VariableTracker):
         return (self.ctx, self.fn)
 
     def call_function(self, tx, args, kwargs):
-        from ..errors import TracedRaise
-
         exit_ = self.ctx.enter(tx)
         none = ConstantVariable(None)
         try:

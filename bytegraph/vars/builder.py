@@ -42,6 +42,7 @@ from .registry import guard as _guard, register
 from .symbolic import SYM_TYPES, wrap_symbolic
 from .tensor import TensorVariable
 from .trace_rules import RULE_TYPES, RULES, table_rule
+import operator
 
 
 def wrap(tx, value, source=None, guard: bool = True) -> VariableTracker:
@@ -304,8 +305,6 @@ def wrap_constant(value) -> VariableTracker:
 
 def wrap_op_result(tx, node, example) -> VariableTracker:
     """The tracker for the output of graph op `node` whose fake result is `example`."""
-    import operator
-
     if isinstance(example, torch.Tensor):
         return TensorVariable(node, example)
     if type(example) in SYM_TYPES:  # `torch.numel(x)` of a tensor with symbolic sizes

@@ -38,6 +38,11 @@ from .iterators import (EnumerateIteratorVariable, FilterIteratorVariable, Itera
                         ZipIteratorVariable, iterator_of)
 from .tensor import TensorVariable
 from .objects import InstanceDictVariable
+from .sorting import best_of
+from .construction import new_object
+from .classes import ClassVariable
+from .functions import BaseFunctionVariable, BoundMethodVariable, PartialVariable
+from .classes import ClassVariable
 
 class BuiltinVariable(CallableValueVariable):
     """A builtin function or type, or an `operator`/`math` function."""
@@ -52,8 +57,6 @@ class BuiltinVariable(CallableValueVariable):
 
     def var_getattr(self, tx, name):
         if isinstance(self.fn, type):
-            from .classes import ClassVariable
-
             return ClassVariable(self.fn, self.source).var_getattr(tx, name)
         return super().var_getattr(tx, name)
 
@@ -338,7 +341,6 @@ def _callable(tx, fn, args, kwargs):
     (obj,) = args
     if obj.is_python_constant():
         return fold(tx, fn, args, kwargs)
-    from .functions import BaseFunctionVariable, BoundMethodVariable, PartialVariable
 
     callable_kinds = (BaseFunctionVariable, BoundMethodVariable, PartialVariable, BuiltinVariable)
     return ConstantVariable(isinstance(obj, callable_kinds) or callable(getattr(obj.python_type(), "__call__", None))
@@ -406,9 +408,6 @@ def _object_init(tx, fn, args, kwargs):
 
 @handles(object.__new__)
 def _object_new(tx, fn, args, kwargs):
-    from .classes import ClassVariable
-    from .construction import new_object
-
     if not args:
         tx.raise_user_error(TypeError("object.__new__(): not enough arguments"))
     if not isinstance(args[0], ClassVariable):
@@ -438,8 +437,6 @@ def _hasattr(tx, fn, args, kwargs):
 
 @handles(builtins.min, builtins.max)
 def _min_max(tx, fn, args, kwargs):
-    from .sorting import best_of
-
     key = kwargs.get("key")
     if key is not None and key.is_none():
         key = None

@@ -26,8 +26,12 @@ from .functions import BoundMethodVariable
 from .lazy_int import wrap_int
 from .object_protocol import real_hasattr
 from .class_lookup import MISSING, class_dict_source, class_lookup, is_data_descriptor
+from . import factory
 from .factory import provides
 from .registry import guard, register
+from .containers import TupleVariable
+from .base import MethodOfVariable
+from ..guards.guard import Guard, GuardKind
 
 # C callables whose `__get__` binds like a function's (`types.MethodType(attr, obj)`)
 _BINDS_LIKE_A_FUNCTION = (types.FunctionType, functools._lru_cache_wrapper)
@@ -151,9 +155,7 @@ class ClassVariable(VariableTracker):
         return super().unpack(tx)
 
     def call_function(self, tx, args, kwargs):
-        from .construction import construct_instance
-
-        return construct_instance(tx, self, args, kwargs)
+        return factory.construct_instance(tx, self, args, kwargs)
 
     def describe(self) -> str:
         return f"class {self.cls.__qualname__}"
@@ -173,8 +175,6 @@ class ClassDictVariable(VariableTracker):
         return types.MappingProxyType
 
     def _keys(self, tx) -> list:
-        from ..guards.guard import Guard, GuardKind
-
         keys = list(self.cls.__dict__)
         tx.output.add_guard(Guard(GuardKind.DICT_KEYS, self.source, tuple(keys), tx.guard_location()))
         return keys
@@ -191,8 +191,6 @@ class ClassDictVariable(VariableTracker):
         return [ConstantVariable(k) for k in self._keys(tx)]
 
     def var_getattr(self, tx, name):
-        from .base import MethodOfVariable
-
         if name in ("__getitem__", "get", "__contains__", "keys", "__len__"):
             return MethodOfVariable(self, name)
         return super().var_getattr(tx, name)
@@ -209,8 +207,6 @@ class ClassDictVariable(VariableTracker):
         if name == "__contains__" and len(args) == 1 and args[0].is_python_constant():
             return ConstantVariable(args[0].as_python_constant() in self._keys(tx))
         if name == "keys" and not args:
-            from .containers import TupleVariable
-
             return TupleVariable([ConstantVariable(k) for k in self._keys(tx)])
         if name == "__len__" and not args:
             return ConstantVariable(len(self._keys(tx)))

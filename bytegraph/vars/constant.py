@@ -28,7 +28,7 @@ def _numpy_scalar_types() -> tuple:
     """numpy's numeric and bool scalar types (immutable, hashable, compared by value), if
     numpy is installed."""
     try:
-        import numpy
+        import numpy  # local: optional dependency
     except ImportError:
         return ()
     return tuple(sorted({t for t in numpy.sctypeDict.values() if issubclass(t, (numpy.number, numpy.bool_))},

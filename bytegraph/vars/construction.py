@@ -20,6 +20,7 @@ import types
 
 import torch
 
+from .factory import provides
 from .base import VariableTracker
 from .class_lookup import class_dict_source, class_lookup
 from .constant import ConstantVariable, is_constant_value
@@ -27,6 +28,7 @@ from .dict_subclass import dict_base, dict_instance_reason, new_dict_object
 from .exceptions import construct_exception, constructor_effect_reason, is_plain_exception_class
 from .made_modules import is_module_class, make_module
 from .objects import NewObjectVariable, UserObjectVariable
+from .containers import NamedTupleVariable
 
 _DICT_NEW = dict.__dict__["__new__"]
 _BREAK_HINT = "create the object outside the compiled function and pass it in"
@@ -138,8 +140,6 @@ def _unsupported(tx, cls: type, why: str):
 
 
 def _construct_namedtuple(tx, cls, args, kwargs):
-    from .containers import NamedTupleVariable
-
     defaults = getattr(cls, "_field_defaults", {})
     values = dict(zip(cls._fields, args))
     for field in cls._fields:
@@ -195,3 +195,6 @@ class TypeCallVariable(VariableTracker):
 
     def describe(self) -> str:
         return f"type.__call__ of {self.cls_vt.describe()}"
+
+
+provides("construct_instance")(construct_instance)

@@ -26,6 +26,7 @@ from ..guards.sources import CMethodResultSource
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .registry import guard
+from .containers import TupleVariable
 
 _VIEWS = frozenset({"keys", "values", "items"})
 _READ_ONLY = {
@@ -110,7 +111,6 @@ def _contents_view(tx, method, obj) -> "ContentsViewVariable":
     def value(k):
         return tx.wrap(dict.__getitem__(obj.value, k), CMethodResultSource(obj.source, dict.__getitem__, (k,)))
 
-    from .containers import TupleVariable
 
     if method.__name__ == "keys":
         items = [ConstantVariable(k) for k in keys]

@@ -20,6 +20,7 @@ from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable, is_constant_value
 from .dict_keys import TrackerKey, has_tracker_keys, key_tracker, reconstruct_map
 from . import factory
+from .sorting import sort_in_place
 
 # the methods that change the receiver, from the table of builtin methods
 _LIST_MUTATORS = builtin_methods.mutators(list)
@@ -351,8 +352,6 @@ def _mutate_list(tx, lst: ListVariable, name, args, kwargs) -> VariableTracker:
             order = sorted(range(len(items)), key=keys.__getitem__, reverse=reverse)
             items[:] = [items[i] for i in order]
         else:
-            from .sorting import sort_in_place
-
             sort_in_place(tx, items, keyed, reverse)
     elif name == "__setitem__":
         key = args[0].as_python_constant()

@@ -35,6 +35,7 @@ from .container_subclass import BaseContainerMethodVariable
 from .containers import DictVariable
 from .dict_keys import key_tracker, reconstruct_map
 from .objects import NewObjectVariable
+from .containers import _as_mapping
 
 _DICT_BASES = (collections.OrderedDict, dict)
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
@@ -152,8 +153,6 @@ class DictObjectVariable(NewObjectVariable):
     def _update_by_setitem(self, tx, args, kwargs) -> None:
         """`MutableMapping.update` (OrderedDict's `update`/`__init__` of a subclass): each
         item of the argument, then each keyword, put by `self[key] = value`."""
-        from .containers import _as_mapping
-
         items = [(key_tracker(k), v) for k, v in (_as_mapping(tx, args[0]) if args else {}).items()]
         items += [(ConstantVariable(k), v) for k, v in kwargs.items()]
         for key, value in items:

@@ -20,6 +20,7 @@ import types
 
 from .class_lookup import MISSING, class_lookup
 from .constant import ConstantVariable
+from .iterators import IteratorVariable
 
 _BINARY_NAMES = {
     operator.add: ("__add__", "__radd__", "+"), operator.sub: ("__sub__", "__rsub__", "-"),
@@ -176,8 +177,6 @@ def _length(tx, result) -> int:
 
 def user_iter(tx, vt):
     """`iter(vt)`: the iterator its `__iter__` returns."""
-    from .iterators import IteratorVariable
-
     method = _python_dunder(tx, vt, "__iter__")
     if method is None:
         if _python_dunder(tx, vt, "__getitem__") is not None:

@@ -110,6 +110,16 @@ def is_traceable(fn) -> bool:
     return _MAKERS["is_traceable"](fn)
 
 
+def alias_trace_rule(fn, like) -> None:
+    """Trace calls of `fn` by the rule of `like`, unless `fn` has its own (vars/trace_rules.py)."""
+    _MAKERS["alias_trace_rule"](fn, like)
+
+
+def construct_instance(tx, cls_vt, args: list, kwargs: dict):
+    """`cls(*args, **kwargs)` for the class tracker `cls_vt` (vars/construction.py)."""
+    return _MAKERS["construct_instance"](tx, cls_vt, args, kwargs)
+
+
 def binary_operator(tx, op, args: list):
     """`op(*args)` for a builtin operator on trackers, as the `operator` module does (vars/builtins.py)."""
     return _MAKERS["binary_operator"](tx, op, args)

@@ -24,6 +24,9 @@ from .containers import DictVariable, TupleVariable
 from .dict_keys import reconstruct_map
 from .registry import guard, register
 from . import factory
+import functools
+import functools
+from .code_object import CodeVariable
 
 
 class CellVariable(VariableTracker):
@@ -347,8 +350,6 @@ class NestedFunctionVariable(BaseFunctionVariable):
         if name == "__doc__":
             return ConstantVariable(_doc_of(self.code))
         if name == "__code__":
-            from .code_object import CodeVariable
-
             return CodeVariable(self.code)
         if name == "__defaults__":
             return self.defaults if self.defaults is not None else ConstantVariable(None)
@@ -571,8 +572,6 @@ class PartialVariable(VariableTracker):
         self.kwargs = dict(kwargs)
 
     def python_type(self) -> type:
-        import functools
-
         return functools.partial
 
     def call_function(self, tx, args, kwargs):
@@ -602,8 +601,6 @@ class PartialVariable(VariableTracker):
 
 
 def _make_partial(fn, args, kwargs):
-    import functools
-
     return functools.partial(fn, *args, **kwargs)
 
 

@@ -31,6 +31,7 @@ from .containers import DICT_MUTATORS, DictVariable, _mutating_keys, missing_key
 from .dict_keys import TrackerKey, fixed_key, load_key, reconstruct_map
 from .iterators import iterator_of
 from .registry import guard as _guard, register
+import torch
 
 _defaultdict = collections.defaultdict
 
@@ -256,8 +257,6 @@ class PartialDictVariable(DefaultDictVariable):
 def build_keyed_dict(tx, value, source, do_guard: bool) -> VariableTracker:
     """A dict from outside whose keys are constants and tensors (`_build_dict` hands over
     those with non-constant keys): a `PartialDictVariable`."""
-    import torch
-
     if source is None or not all(is_constant_value(k) or isinstance(k, torch.Tensor) for k in value):
         tx.unsupported("a dict with keys other than constants and tensors", category="unsupported value")
     _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, type(value))

@@ -27,6 +27,7 @@ from ..guards.sources import LengthSource
 from .factory import provides
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .symbolic import symbolic_operator
 
 UNPINNED_OPS = frozenset({operator.add, operator.sub, operator.mul, operator.neg, operator.pos})
 
@@ -52,7 +53,6 @@ class UnpinnedIntVariable(VariableTracker):
         """This value as a symbolic number over its dynamic leaves (the others pinned)."""
         if self.source is not None:
             return tx.output.int_input(self.source, self.value)
-        from .symbolic import symbolic_operator
 
         args = [a if isinstance(a, UnpinnedIntVariable) and a.dynamic else ConstantVariable(
             a.as_python_constant() if isinstance(a, VariableTracker) else a) for a in self.args]

@@ -37,6 +37,7 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from ..errors import GraphBreak, TracedRaise
 from ..guards.sources import MadeModuleSource, ObjectSource
+from . import factory
 from .base import CallableValueVariable
 from .class_lookup import class_lookup
 from .constant import ConstantVariable
@@ -83,12 +84,9 @@ def _know_installed_module_init() -> None:
     generation tagging does so when it is imported, by a test's reference run for one) gets
     the rule of the function it wraps, so a traced `super().__init__()` reaches `_module_init`
     (the real construction runs the wrapper, as eager does)."""
-    from . import trace_rules
-
     installed = torch.nn.Module.__dict__["__init__"]
-    if installed is not _MODULE_INIT and installed not in trace_rules.RULES \
-            and getattr(installed, "__module__", "").startswith("torch."):
-        trace_rules.RULES[installed] = trace_rules.RULES[_MODULE_INIT]
+    if installed is not _MODULE_INIT and getattr(installed, "__module__", "").startswith("torch."):
+        factory.alias_trace_rule(installed, _MODULE_INIT)
 
 
 def _construction_reason(tx, cls: type, args: list, kwargs: dict) -> str | None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import torch
 from torch.nn.modules import module as _module_mod
 
-from ..guards.sources import GuardExpressionSource
+from ..guards.sources import GuardExpressionSource, ObjectSource
 from ..guards.guard import Guard, GuardKind
 
 REGISTRATION_METHODS = frozenset(name for name in dir(torch.nn.Module)
@@ -52,9 +52,6 @@ MODULE_HOOK_SPECIAL = {fn: _global_registration(fn) for name, fn in vars(_module
 def break_on_backward_hooks(tx, module_vt) -> None:
     """Break before calling `module_vt` if it (or the global dicts) has backward hooks,
     guarded to stay so; no-op (and no guard) when it has none."""
-    from .nn_module import GuardExpressionSource
-    from ..guards.sources import ObjectSource
-
     d = module_vt.value.__dict__
     if d["_backward_hooks"] or d["_backward_pre_hooks"]:
         source = GuardExpressionSource("bool({0}['_backward_hooks'] or {0}['_backward_pre_hooks'])", (module_vt.dict_src,),

@@ -34,6 +34,8 @@ from ..guards.guard import GuardKind
 from .base import CallableValueVariable
 from .constant import NUMPY_SCALAR_TYPES, ConstantVariable, is_constant_value
 from .registry import guard, register
+import torch.fx.graph
+from .classes import ClassVariable
 
 try:
     import numpy
@@ -133,7 +135,6 @@ class NumpyFunctionVariable(CallableValueVariable):
 
     def var_getattr(self, tx, name):
         if isinstance(self.fn, type):  # a scalar type's attributes, as any class's
-            from .classes import ClassVariable
 
             return ClassVariable(self.fn, self.source).var_getattr(tx, name)
         return super().var_getattr(tx, name)
@@ -143,8 +144,6 @@ class NumpyFunctionVariable(CallableValueVariable):
 
 
 if numpy is not None:
-    import torch.fx.graph
-
     _DISPATCHER = type(numpy.sum)
     _DTYPE_LIKE_CLASSES = frozenset({*NUMPY_SCALAR_TYPES, bool, int, float, complex})
     _DTYPE_TYPES = (numpy.dtype,)

@@ -32,6 +32,10 @@ from .lazy_int import wrap_int
 from .object_protocol import real_hasattr
 from .registry import guard, register
 from . import factory
+from .container_subclass import BaseContainerMethodVariable, is_read_only_base_method
+from .dunders import user_contains
+from .dunders import user_iter
+from .dunders import user_truth
 
 class _Deleted:
     """The pending value of a deleted attribute or global (see graph/side_effects.py)."""
@@ -283,29 +287,21 @@ class UserObjectVariable(VariableTracker):
         return super().call_function(tx, args, kwargs)
 
     def truth(self, tx) -> bool:
-        from .dunders import user_truth
-
         return user_truth(tx, self)
 
     def iterate(self, tx):
-        from .dunders import user_iter
-
         return user_iter(tx, self)
 
     def unpack(self, tx) -> list:
         return self.iterate(tx).unpack(tx)
 
     def contains_impl(self, tx, item) -> VariableTracker:
-        from .dunders import user_contains
-
         result = user_contains(tx, self, item)
         return result if result is not None else super().contains_impl(tx, item)
 
     def builtin_base_method(self, tx, attr):
         """A read-only C method of a builtin container base (`OrderedDict.keys`, `dict.get`) of
         an instance from outside (vars/container_subclass.py), bound or called unbound."""
-        from .container_subclass import BaseContainerMethodVariable, is_read_only_base_method
-
         if self.source is not None and is_read_only_base_method(attr) and isinstance(self.value, attr.__objclass__):
             return BaseContainerMethodVariable(attr, self)
         return None

@@ -19,6 +19,7 @@ from .registry import handles
 from .class_lookup import class_dict_source
 from .classes import ClassVariable, bind_class_attribute, bind_on_class
 from .functions import BoundMethodVariable
+from .construction import TypeCallVariable
 
 
 class SuperVariable(VariableTracker):
@@ -53,8 +54,6 @@ class SuperVariable(VariableTracker):
         if owner is object:
             return self._object_method(tx, name, attr)
         if owner is type and name == "__call__" and not self._binds_class():
-            from .construction import TypeCallVariable
-
             return TypeCallVariable(self.obj)  # in a metaclass's __call__
         if self._binds_class():
             bound = bind_on_class(tx, self.obj, owner, name, attr)

@@ -23,6 +23,7 @@ from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, f
 
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .containers import SizeVariable, TupleVariable
 
 SYM_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
 _PYTHON_TYPES = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}
@@ -171,8 +172,6 @@ def wrap_symbolic(output, example, node=None, fn=None, args=()) -> VariableTrack
 def tensor_metadata(tx, tensor, name: str, args: tuple, value) -> VariableTracker:
     """`tensor.<name>(*args)` whose fake result `value` may hold SymInts: a torch.Size or a
     tuple of symbolic items (`size()`, `stride()`), or one number (`size(0)`, `numel()`)."""
-    from .containers import SizeVariable, TupleVariable
-
     if isinstance(value, tuple):
         method = TensorMethod("size" if name == "shape" else name)
         items = [wrap_symbolic(tx.output, v, fn=method, args=(tensor, i)) for i, v in enumerate(value)]

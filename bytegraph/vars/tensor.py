@@ -26,6 +26,7 @@ from .symbolic import tensor_metadata
 from .tensor_hooks import HOOK_METHODS, register_tensor_hook
 from .tensor_scalar_args import rewrite_method
 from . import factory
+from .intermediate_hooks import register_hook
 
 # Attributes whose value only depends on what the tensor guard pins.
 _METADATA_ATTRS = frozenset({
@@ -176,8 +177,6 @@ class TensorVariable(VariableTracker):
             tx.unsupported(f"{self.describe()}.{name}() {_DATA_DEPENDENT[name]}", category="data-dependent",
                            hint=hint)
         if name == "register_hook" and self.source is None:
-            from .intermediate_hooks import register_hook
-
             return register_hook(tx, self, args, kwargs)
         if name in _NOT_CAPTURED:
             tx.unsupported(f"{name}() {_NOT_CAPTURED[name]}", category="unsupported tensor method")

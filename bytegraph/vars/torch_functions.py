@@ -29,6 +29,12 @@ from .module_hooks import MODULE_HOOK_SPECIAL
 from .torch_contexts import null_context
 from .torch_op_rule import NOT_GRAPH_OPS, graph_target, missing_fake_kernel, op_name
 from . import factory
+from .tensor import TensorVariable
+from .symbolic import is_unbacked
+from .functions import UserFunctionVariable
+from .tensor import TensorVariable
+from .containers import SizeVariable
+from .functions import BaseFunctionVariable
 
 def _graph_ops() -> frozenset:
     """What torch.overrides lists (every tensor op of `torch.*`, `torch.nn.functional.*`,
@@ -142,7 +148,6 @@ class GradModeVariable(VariableTracker):
 
     def call_function(self, tx, args, kwargs):
         (fn,) = args
-        from .functions import BaseFunctionVariable
 
         if not isinstance(fn, BaseFunctionVariable):
             return super().call_function(tx, args, kwargs)
@@ -235,8 +240,6 @@ def _is_grad_enabled(tx, args, kwargs):
 
 
 def _size(tx, args, kwargs):
-    from .containers import SizeVariable
-
     items = args[0].unpack(tx) if args else []
     if not all(i.is_python_constant() for i in items):
         tx.unsupported("torch.Size of non-constant values", category="data-dependent")
@@ -244,8 +247,6 @@ def _size(tx, args, kwargs):
 
 
 def _is_tensor(tx, args, kwargs):
-    from .tensor import TensorVariable
-
     return ConstantVariable(isinstance(args[0], TensorVariable))
 
 
@@ -257,9 +258,6 @@ def _check(tx, args, kwargs):
     """`torch._check(cond)` on a condition over a number from tensor data: a fact the trace
     assumes from here on, checked by the graph (the ShapeEnv's deferred runtime assert, Note
     [Data-dependent capture] in graph/shapes.py); any other call runs torch's Python, inlined."""
-    from .functions import UserFunctionVariable
-    from .symbolic import is_unbacked
-
     if len(args) == 1 and not kwargs and is_unbacked(args[0]) and args[0].python_type() is bool:
         torch._check(args[0].example)
         return ConstantVariable(None)
@@ -275,8 +273,6 @@ def _no_torch_function(of_iterable: bool):
     """A handler for `has_torch_function(tensors)` (`of_iterable`) and its `_unary(obj)` /
     `_variadic(*objs)` forms: False for plain tensors, parameters and constants."""
     def handler(tx, args, kwargs):
-        from .tensor import TensorVariable
-
         if kwargs or (of_iterable and len(args) != 1):
             tx.unsupported("has_torch_function() with unexpected arguments", category="unsupported call")
         items = args[0].unpack(tx) if of_iterable else args

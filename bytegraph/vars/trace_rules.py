@@ -270,3 +270,10 @@ def is_traceable(fn: types.FunctionType) -> bool:
 
 provides("trace_rule")(lookup)
 provides("is_traceable")(is_traceable)
+
+
+@provides("alias_trace_rule")
+def alias_rule(fn, like) -> None:
+    """Give `fn` the rule of `like` unless a table already has a row for `fn`."""
+    if fn not in RULES:
+        RULES[fn] = RULES[like]

@@ -16,6 +16,7 @@ import torch
 from ..base import CallableValueVariable
 from ..containers import TupleVariable
 from .body import body_graph, differentiable, emit, flatten, fresh_fake, needs_grad, speculate, trace_body, unflatten
+from ... import control_flow
 
 MAP_OP = torch.ops.higher_order.map_impl
 
@@ -68,6 +69,4 @@ class MapVariable(CallableValueVariable):
 
 def map_callables() -> tuple:
     """Every callable MapVariable stands for."""
-    from ... import control_flow
-
     return (importlib.import_module("torch._higher_order_ops.map").map, control_flow.map)
