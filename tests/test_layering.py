@@ -76,3 +76,26 @@ def test_no_dynamo_and_no_torch_compile(path, parts):
 def test_bytecode_layer_has_no_torch(path, parts):
     for name, line in _imports(path, parts):
         assert name.split(".")[0] != "torch", f"{path.name}:{line} imports {name}"
+
+
+def _is_output_graph(expr) -> bool:
+    """Whether `expr` spells the capture's OutputGraph: `output`, `_output`, `x.output`, `x._output`."""
+    if isinstance(expr, ast.Name):
+        return expr.id in ("output", "_output")
+    return isinstance(expr, ast.Attribute) and expr.attr in ("output", "_output")
+
+
+@pytest.mark.parametrize("path,parts", [m for m in _modules() if m[1][0] != "graph"], ids=lambda v: str(v))
+def test_only_graph_writes_output_graph_fields(path, parts):
+    """OutputGraph owns its fields: code outside `graph/` changes them through its methods
+    (`set_current_tx`, `next_guard_alias`, `set_autocast`, ...), never by assignment."""
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr") \
+                and node.args and _is_output_graph(node.args[0]):
+            raise AssertionError(f"{path.name}:{node.lineno} {node.func.id}() on the OutputGraph")
+        for target in targets:
+            if isinstance(target, ast.Attribute) and _is_output_graph(target.value):
+                raise AssertionError(f"{path.name}:{node.lineno} assigns OutputGraph.{target.attr} outside graph/")

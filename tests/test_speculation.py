@@ -156,7 +156,7 @@ def dump_state(tx) -> tuple:
     return (graph, tuple(sorted(namespace._used_names)), tuple(sorted(namespace._base_count.items())),
             tuple((repr(k), repr(g)) for k, g in out.guards.items()), tuple(out.first_use.items()),
             tuple((repr(s), ref(vt)) for s, vt, _ in out.inputs), tuple(map(repr, out.tracked)),
-            tuple(out.globals_sources), out.grad_enabled, torch.is_grad_enabled(), out.nn_module_aliases,
+            tuple(out.globals_sources), out.grad_enabled, torch.is_grad_enabled(), out.guard_aliases,
             se.writes, se.current_scope, tuple(se.by_id), frames, roots, tuple(dumped))
 
 

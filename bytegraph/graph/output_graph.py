@@ -53,7 +53,7 @@ _DATA_DEPENDENT_ERRORS = {DataDependentOutputException: "capture_scalar_outputs"
 
 
 class OutputGraph:
-    def __init__(self, dynamic: DynamicState | None = None):
+    def __init__(self, dynamic: DynamicState | None = None, speculation_log=None):
         self.graph = torch.fx.Graph()
         self.fake_mode = make_fake_mode()
         self.dynamic = dynamic  # the compiled function's DynamicState (Note [Symbolic sizes])
@@ -76,8 +76,8 @@ class OutputGraph:
         self.autocast = None  # the capture's AutocastTrace, once used (Note [Autocast in the trace])
         self.current_tx = None
         self.side_effects = SideEffects(self)
-        self.speculation_log = None  # the capture's SpeculationLog (translate/speculation.py)
-        self.nn_module_aliases = 0   # alias numbers of module guards (vars/nn_module.py)
+        self.speculation_log = speculation_log  # the capture's SpeculationLog (translate/speculation.py)
+        self.guard_aliases = 0   # guard-local alias numbers (`next_guard_alias`)
         self.open_generators: list = []  # generators suspended inside try/with (translate/generators.py)
         self.generator_holders: dict = {}  # id(open generator) -> its last witness (translate/generators.py)
         self.intermediate_hooks = None  # the slot of hooks on graph tensors (vars/intermediate_hooks.py)
@@ -89,6 +89,29 @@ class OutputGraph:
         self.submodules: dict = {}   # name -> FX graph of a higher-order op's body (vars/hops)
         self.add_guard(Guard(GuardKind.GRAD_MODE, None, self.grad_enabled))
 
+    # ---- state set by the trackers and the translator ---------------------------------
+    def set_current_tx(self, tx):
+        """Make `tx` the translator whose frame is being traced; returns the previous one."""
+        previous = self.current_tx
+        self.current_tx = tx
+        return previous
+
+    def next_guard_alias(self) -> int:
+        """A fresh number for a guard-local alias (`__bg_m<n>`, `__bg_s<n>`): small and stable
+        across runs, restored by checkpoints."""
+        index = self.guard_aliases
+        self.guard_aliases = index + 1
+        return index
+
+    def set_autocast(self, trace) -> None:
+        """Make `trace` (an `AutocastTrace`, or None) the capture's autocast record
+        (Note [Autocast in the trace])."""
+        self.autocast = trace
+
+    def set_intermediate_hooks(self, slot) -> None:
+        """Make `slot` the capture's intermediate-hook slot tracker (vars/intermediate_hooks.py)."""
+        self.intermediate_hooks = slot
+
     # ---- speculation (Note [Checkpoints]) ----------------------------------------------
     def checkpoint(self) -> "GraphCheckpoint":
         """The position of everything a speculation can change in the output graph."""
@@ -97,7 +120,7 @@ class OutputGraph:
             self.graph, tuple(_graph_position(g) for g in graphs), tuple(len(s.lifted) for s in self._subgraphs),
             len(self.guards), dict(self.first_use), len(self.inputs), len(self.tracked),
             len(self.globals_sources), self.grad_enabled, torch.is_grad_enabled(), self.current_tx,
-            self.nn_module_aliases, self.side_effects.checkpoint(), self.autocast, len(self.submodules))
+            self.guard_aliases, self.side_effects.checkpoint(), self.autocast, len(self.submodules))
 
     def restore(self, cp: "GraphCheckpoint") -> None:
         """Undo everything since `cp` (which stays active; `release` it when done)."""
@@ -122,7 +145,7 @@ class OutputGraph:
         self.grad_enabled = cp.grad_enabled
         torch._C._set_grad_enabled(cp.real_grad_enabled)
         self.current_tx = cp.current_tx
-        self.nn_module_aliases = cp.nn_module_aliases
+        self.guard_aliases = cp.guard_aliases
         if self.autocast is not cp.autocast:
             autocast.set_trace(self, cp.autocast)
 
@@ -494,7 +517,7 @@ class GraphCheckpoint:
     grad_enabled: bool
     real_grad_enabled: bool
     current_tx: object
-    nn_module_aliases: int
+    guard_aliases: int
     side_effects: tuple
     autocast: object        # the AutocastTrace (vars/autocast.py)
     submodules: int         # len(OutputGraph.submodules)

@@ -69,8 +69,7 @@ def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = Fa
     while True:
         output = None
         try:
-            output = OutputGraph(dynamic)
-            output.speculation_log = log
+            output = OutputGraph(dynamic, log)
             new_fn, graph_module, graph, brk = _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn)
         except RestartCapture:
             if log.restart():
@@ -103,7 +102,7 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
     code = fn.__code__
     tx = Translator(code, fn.__globals__, GlobalsDictSource(), {}, {}, output)
     output.globals_sources[id(fn.__globals__)] = tx.globals_source
-    output.current_tx = tx
+    output.set_current_tx(tx)
     with output.tracing():
         resumed = is_resume_code(code) or is_continuation_code(code)
         for name, value in zip(argument_names(code), values):
@@ -137,7 +136,7 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
             brk = e
         except TracedRaise as e:  # Note [Traced exceptions]: it escapes the compiled function
             raise UserCodeRaisesError(e.exc.message(), e.location) from None
-    output.current_tx = tx
+    output.set_current_tx(tx)
     cg = PyCodegen(tx, code, tx.inst.lineno or code.co_firstlineno)
     if brk is not None:
         outputs = []

@@ -74,8 +74,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         """Execute until RETURN_VALUE; returns the tracker of the returned value."""
         instructions = self.instructions
         dispatch = DISPATCH
-        previous = self.output.current_tx
-        self.output.current_tx = self
+        previous = self.output.set_current_tx(self)
         log = self.output.speculation_log
         breaks = log.root_breaks if self.parent is None and log is not None and log.root_breaks else None
         open_generators = self.output.open_generators  # Note [Traced generators]: dropped ones are closed
@@ -97,7 +96,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
                 if open_generators:
                     close_dropped(self)
         finally:
-            self.output.current_tx = previous
+            self.output.set_current_tx(previous)
         return self.return_value
 
     def unwind(self, raised: TracedRaise) -> None:

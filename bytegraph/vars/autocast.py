@@ -90,7 +90,8 @@ def start(output, location: str) -> AutocastTrace:
                                 (torch.is_autocast_cache_enabled, (), ambient.cache)):
             output.add_guard(Guard(GuardKind.CONSTANT_MATCH, StateQuerySource(ObjectSource(fn), args), value, location))
         torch.set_autocast_cache_enabled(False)
-        trace = output.autocast = AutocastTrace(ambient, ambient)
+        trace = AutocastTrace(ambient, ambient)
+        output.set_autocast(trace)
     return trace
 
 
@@ -98,7 +99,7 @@ def set_trace(output, trace: AutocastTrace | None) -> None:
     """Make `trace` the capture's record (a new state, or a checkpoint's) and the real
     state follow it; None puts the ambient state back."""
     previous = output.autocast
-    output.autocast = trace
+    output.set_autocast(trace)
     if trace is not None:
         _set_real(trace.state, False)
     elif previous is not None:

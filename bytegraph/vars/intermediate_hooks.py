@@ -152,7 +152,8 @@ def _slot(tx) -> IntermediateHooksVariable:
     slot = output.intermediate_hooks
     if slot is None or output.real_input(slot.token) is None:
         token = output.add_input(IntermediateHookTokenSource(), torch.tensor(0), guarded=False)
-        slot = output.intermediate_hooks = IntermediateHooksVariable(token)
+        slot = IntermediateHooksVariable(token)
+        output.set_intermediate_hooks(slot)
     return slot
 
 

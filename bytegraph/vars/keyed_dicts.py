@@ -98,10 +98,7 @@ class DefaultDictVariable(DictVariable):
 
 def _next_alias(tx) -> str:
     """A fresh guard-local name for a value read by a tensor key (`KeyedItemSource`)."""
-    output = tx.output
-    index = output.nn_module_aliases  # the capture's guard-alias counter (restored by checkpoints)
-    output.nn_module_aliases = index + 1
-    return f"__bg_s{index}"
+    return f"__bg_s{tx.output.next_guard_alias()}"
 
 
 def _patch_dict(d, patch) -> None:

@@ -56,10 +56,7 @@ from . import factory
 
 def _next_alias(tx) -> int:
     """A fresh alias number for this capture (names stay small and stable across runs)."""
-    output = tx.output
-    index = output.nn_module_aliases
-    output.nn_module_aliases = index + 1
-    return index
+    return tx.output.next_guard_alias()
 
 
 _ABSENT = object()
