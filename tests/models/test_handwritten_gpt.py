@@ -1,4 +1,4 @@
-"""Issue 6, acceptance 3: a hand-written GPT-style model built from small classes that use
+"""A hand-written GPT-style model built from small classes that use
 `super().__init__`, a config dataclass, properties and a `functools.wraps` decorator on a
 method, compiled with `fullgraph=True`: exactly one graph, equal to eager (outputs, loss,
 gradients of every parameter), also through `bytegraph.compile(model)`."""
