@@ -1,5 +1,5 @@
 """`make bench`'s transformers workloads (bench/model_workloads.py): the table has one workload
-per model of `bench.hf_models.ONE_GRAPH` with issue 13's targets, each builds the same model
+per model of `bench.hf_models.ONE_GRAPH` with the models' targets, each builds the same model
 every time, and one bytegraph capture through the bench's own capture path (keyword inputs,
 no_grad, output tensors compared) equals eager, for one model of each family."""
 import pytest
@@ -14,7 +14,7 @@ MODEL_WORKLOADS = [WORKLOADS[model_workloads.PREFIX + name] for name in ONE_GRAP
 BYTEGRAPH = next(system for system in run.SYSTEMS if system.name == "bytegraph")
 
 
-def test_every_one_graph_model_is_a_workload_with_issue_13_targets():
+def test_every_one_graph_model_is_a_workload_with_the_model_targets():
     assert model_workloads.SKIPPED is None
     names = [name for name in WORKLOADS if name.startswith(model_workloads.PREFIX)]
     assert names == [work.name for work in MODEL_WORKLOADS]

@@ -1,4 +1,4 @@
-"""Issue 16, acceptance 2: a GPT-2-style model over sequence lengths 8..64 compiles at most
+"""A GPT-2-style model over sequence lengths 8..64 compiles at most
 twice (the static first call, then one entry with the sequence length symbolic), equal to
 eager on every call: the hand-written GPT of tests/support/handwritten_gpt.py (training and
 inference forward, gradients) and transformers' GPT2Model from bench/hf_models.py."""
