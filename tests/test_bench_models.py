@@ -6,9 +6,9 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from bench import model_workloads, run  # noqa: E402
+from bench import run  # noqa: E402
 from bench.hf_models import ONE_GRAPH, output_tensors  # noqa: E402
-from bench.workloads import WORKLOADS  # noqa: E402
+from bench.workloads import WORKLOADS, model_workloads  # noqa: E402
 
 MODEL_WORKLOADS = [WORKLOADS[model_workloads.PREFIX + name] for name in ONE_GRAPH]
 BYTEGRAPH = next(system for system in run.SYSTEMS if system.name == "bytegraph")
