@@ -10,7 +10,7 @@ import os
 
 import torch
 
-from bench.workloads import Case, _inputs, workload
+from bench.case import Case, seeded_inputs, workload
 
 
 def _work(x):
@@ -52,12 +52,12 @@ def depth5_nobreak(x):
 
 @workload("depth5_nobreak", "5 nested user calls, 10 tensor-op blocks, no break")
 def _build_nobreak() -> Case:
-    return Case(depth5_nobreak, _inputs((16, 16)))
+    return Case(depth5_nobreak, seeded_inputs((16, 16)))
 
 
 @workload("depth5_break", "the same with one graph break at call depth 5")
 def _build_break() -> Case:
-    return Case(depth5_break, _inputs((16, 16)))
+    return Case(depth5_break, seeded_inputs((16, 16)))
 
 
 RATIO_CHECKS = [("capture_ms", "depth5_break", "depth5_nobreak", 1.5,

@@ -26,7 +26,7 @@ import time
 import torch
 
 import bytegraph
-from bench.workloads import Case, workload
+from bench.case import Case, workload
 
 
 def _mlp() -> torch.nn.Module:
@@ -59,9 +59,8 @@ def _build_mlp_hook_train_step() -> Case:
     return Case(mlp_hook_train_step, (_mlp(), *_data()))
 
 
-if __name__ != "__main__":  # run as a script, this module is imported again by bench.workloads
-    workload("mlp_hook_train_step", "MLP training step: a grad hook on an activation, backward in the "
-             "function")(_build_mlp_hook_train_step)
+workload("mlp_hook_train_step", "MLP training step: a grad hook on an activation, backward in the "
+         "function")(_build_mlp_hook_train_step)
 
 
 # ---- compiled autograd, side by side ----------------------------------------------------------
@@ -160,6 +159,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    from bench import compiled_autograd_workloads
-
-    compiled_autograd_workloads.main()
+    main()

@@ -11,7 +11,7 @@ times a static entry of the same function in its own rounds, which the per-call 
 import torch
 
 import bytegraph
-from bench.workloads import Case, workload
+from bench.case import Case, workload
 
 _W1 = torch.randn(16, 32, generator=torch.Generator().manual_seed(1))
 _W2 = torch.randn(32, 16, generator=torch.Generator().manual_seed(2))

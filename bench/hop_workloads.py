@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from bench.workloads import Case, _inputs, _seeded_module, workload
+from bench.case import Case, seeded_inputs, seeded_module, workload
 
 
 class CondStack(torch.nn.Module):
@@ -31,4 +31,4 @@ class CondStack(torch.nn.Module):
 
 @workload("cond_10", "a module with 10 torch.cond blocks (branches close over parameters): HOP capture cost")
 def _build_cond_10() -> Case:
-    return Case(_seeded_module(CondStack).requires_grad_(False), _inputs((8, 16)))
+    return Case(seeded_module(CondStack).requires_grad_(False), seeded_inputs((8, 16)))

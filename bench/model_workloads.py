@@ -21,7 +21,7 @@ import importlib.util
 
 import torch
 
-from bench.workloads import Case, workload
+from bench.case import Case, workload
 
 CAPTURE_RATIO_TARGET = 0.1
 OVERHEAD_RATIO_TARGET = 1.0

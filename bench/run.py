@@ -46,8 +46,8 @@ from typing import Any, Callable
 import torch
 
 import bytegraph
-from bench import model_workloads
-from bench.workloads import CAPTURE_RATIO_TARGET, OVERHEAD_RATIO_TARGET, WORKLOADS, Case, Workload
+from bench.case import CAPTURE_RATIO_TARGET, OVERHEAD_RATIO_TARGET, Case, Workload
+from bench.workloads import WORKLOADS, model_workloads  # the models' module through the registry: registered last
 
 ROUND_SECONDS = 0.05
 CHUNK_SECONDS = 0.002  # within a round the variants take turns this long each (one call at least)

@@ -6,78 +6,16 @@ so a workload that mutates its inputs or module state starts from the same state
 and every build with the same name gives the same inputs (seeded).
 
 To add a workload, write a function that returns a `Case` and decorate it with
-`@workload("name", "one line saying what it stresses")`; `bench.run` picks it up. Helpers the
-workloads call live at module level here, as user code would.
+`@workload("name", "one line saying what it stresses")` (both from bench/case.py); `bench.run`
+picks it up. Helpers the workloads call live at module level here, as user code would. This
+module is the aggregator: importing it registers its own workloads and then, at the bottom,
+those of the workload modules, so `WORKLOADS` here holds them all, in that order.
 """
-
-from dataclasses import dataclass, field
-from typing import Any, Callable
 
 import torch
 
-CAPTURE_RATIO_TARGET = 0.25
-OVERHEAD_RATIO_TARGET = 0.5
-
-
-def _same(value: Any) -> Any:
-    return value
-
-
-@dataclass(frozen=True)
-class Case:
-    """`fn(*args, **kwargs)`, run with grad mode `grad`; `comparable(output)` is what is checked
-    against eager's (the default compares the output itself)."""
-
-    fn: Callable[..., Any]
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    grad: bool = True
-    comparable: Callable[[Any], Any] = _same
-
-    def __call__(self, fn: Callable[..., Any] | None = None) -> Any:
-        """Call `fn` (default: the eager `self.fn`) on this case's arguments, in its grad mode."""
-        with torch.set_grad_enabled(self.grad):
-            return (self.fn if fn is None else fn)(*self.args, **self.kwargs)
-
-
-@dataclass(frozen=True)
-class Workload:
-    """`captures` overrides the run's fresh captures per system (slow workloads take fewer);
-    `rounds` is the least number of timing rounds it takes (a workload judged on an overhead
-    of a few µs takes more, so the median of paired differences resolves it); `timed_with`
-    names a workload whose bytegraph entry is timed in this one's rounds too, so that a ratio
-    check between the two overheads compares the same rounds (bench.run._ratio_checks); the
-    targets are the bytegraph / torch.compile ratios this workload must stay under."""
-
-    name: str
-    description: str
-    build: Callable[[], Case]
-    captures: int | None = None
-    rounds: int | None = None
-    timed_with: str | None = None
-    capture_target: float = CAPTURE_RATIO_TARGET
-    overhead_target: float = OVERHEAD_RATIO_TARGET
-
-
-WORKLOADS: dict[str, Workload] = {}
-
-
-def workload(name: str, description: str, **options: Any) -> Callable[[Callable[[], Case]], Callable[[], Case]]:
-    """Register `build` under `name` (`options`: Workload's optional fields); names are unique
-    and keep registration order."""
-
-    def register(build: Callable[[], Case]) -> Callable[[], Case]:
-        if name in WORKLOADS:
-            raise ValueError(f"workload {name!r} is registered twice")
-        WORKLOADS[name] = Workload(name, description, build, **options)
-        return build
-
-    return register
-
-
-def _inputs(*shapes: tuple[int, ...]) -> tuple[torch.Tensor, ...]:
-    generator = torch.Generator().manual_seed(0)
-    return tuple(torch.randn(shape, generator=generator) for shape in shapes)
+from bench.case import WORKLOADS  # noqa: F401  (the registry, every workload registered once this module is loaded)
+from bench.case import Case, seeded_inputs, seeded_module, workload
 
 
 # --- (a) the smallest program -------------------------------------------------------------
@@ -89,7 +27,7 @@ def add_one(x):
 
 @workload("add_one", "x + 1: fixed cost of a capture and of a guarded call")
 def _build_add_one() -> Case:
-    return Case(add_one, _inputs((16, 16)))
+    return Case(add_one, seeded_inputs((16, 16)))
 
 
 # --- (b) a Python loop over tensor ops ----------------------------------------------------
@@ -112,7 +50,7 @@ def loop_of_ops(x):
 
 @workload("loop_200_ops", "20 loop iterations x 10 tensor ops: per-instruction and per-op cost")
 def _build_loop_of_ops() -> Case:
-    return Case(loop_of_ops, _inputs((16, 16)))
+    return Case(loop_of_ops, seeded_inputs((16, 16)))
 
 
 # --- (c) user helper functions with default and keyword arguments -------------------------
@@ -150,15 +88,10 @@ def call_helpers(x, y):
 
 @workload("helpers_5", "5 inlined user helpers with defaults and keywords: call binding cost")
 def _build_call_helpers() -> Case:
-    return Case(call_helpers, _inputs((16, 16), (16, 16)))
+    return Case(call_helpers, seeded_inputs((16, 16), (16, 16)))
 
 
 # --- (d) nn.Module compilation: parameters as inputs, submodule inlining ------------------
-
-
-def _seeded_module(make: Callable[[], torch.nn.Module]) -> torch.nn.Module:
-    torch.manual_seed(0)
-    return make()
 
 
 @workload("mlp_40", "nn.Sequential of 20 x (Linear(64, 64) + ReLU): 40 inlined modules, 40 parameters")
@@ -169,7 +102,7 @@ def _build_mlp_40() -> Case:
             layers += [torch.nn.Linear(64, 64), torch.nn.ReLU()]
         return torch.nn.Sequential(*layers)
 
-    return Case(_seeded_module(make), _inputs((8, 64)))
+    return Case(seeded_module(make), seeded_inputs((8, 64)))
 
 
 class EncoderLayer(torch.nn.Module):
@@ -214,7 +147,7 @@ class Encoder(torch.nn.Module):
 
 @workload("transformer_4", "4-layer transformer encoder in plain PyTorch: user modules, ModuleList, methods")
 def _build_transformer_4() -> Case:
-    return Case(_seeded_module(Encoder), _inputs((2, 16, 32)))
+    return Case(seeded_module(Encoder), seeded_inputs((2, 16, 32)))
 
 
 class SmallCNN(torch.nn.Module):
@@ -233,7 +166,7 @@ class SmallCNN(torch.nn.Module):
 
 @workload("cnn_small", "small CNN (Conv2d, BatchNorm2d in eval, pooling, Linear): layers with more Python")
 def _build_cnn_small() -> Case:
-    return Case(_seeded_module(lambda: SmallCNN().eval()), _inputs((2, 3, 16, 16)))
+    return Case(seeded_module(lambda: SmallCNN().eval()), seeded_inputs((2, 3, 16, 16)))
 
 
 # --- a frame that runs eagerly: the cost of its cached eager entry -------------------------
@@ -248,7 +181,7 @@ def eager_frame(x):
 
 @workload("eager_frame", "a frame cached as eager: per-call cost of its guards (target ≤ 2 µs over eager)")
 def _build_eager_frame() -> Case:
-    return Case(eager_frame, _inputs((16, 16)))
+    return Case(eager_frame, seeded_inputs((16, 16)))
 
 
 # --- side effects: N writes to pre-existing Python state (bench/mutation_cost.py) ----------
@@ -268,13 +201,14 @@ for _n in (500, 1000, 2000):
     _mutation_workload(_n)
 
 
-# --- graph breaks (bench/break_workloads.py registers its workloads on import) --------------
-import bench.break_workloads  # noqa: E402,F401
-import bench.compiled_autograd_workloads  # noqa: E402,F401  (training steps with hooks, issue 17)
+# --- the workload modules: each registers its workloads on import, so here, after the ones above,
+# the registry keeps this order; they import bench.case, not this module -----------------------
 
-# --- transformers models (bench/model_workloads.py; skipped without transformers) ------------
-import bench.model_workloads  # noqa: E402,F401
-import bench.dynamic_workloads  # noqa: E402,F401  (static vs dynamic shapes, issue 16)
+import bench.break_workloads  # noqa: E402,F401  (graph breaks deep in a call chain)
+import bench.compiled_autograd_workloads  # noqa: E402,F401  (training steps with hooks)
+import bench.dynamic_workloads  # noqa: E402,F401  (static vs dynamic shapes)
+import bench.hop_workloads  # noqa: E402,F401  (higher-order ops)
 
-# --- higher-order ops (bench/hop_workloads.py registers its workload on import) -----------
-import bench.hop_workloads  # noqa: E402,F401
+# transformers models, last (skipped without transformers): `make bench` times and tabulates the
+# micro workloads first; bench.run and the tests import the module from here, after the rest
+from bench import model_workloads  # noqa: E402,F401

@@ -1,5 +1,5 @@
 """A module of the tests package that imports relatively inside functions (for
-tests/test_logging_and_locks.py): `from .helpers import ...` resolved from `__package__`."""
+tests/test_python_corners.py): `from .helpers import ...` resolved from `__package__`."""
 import torch
 
 

@@ -1,7 +1,7 @@
-"""torch.autocast / torch.amp.autocast (CPU) inside compiled code (issue 12, family
-"torch.autocast"): captured in the graph with eager's dtypes on the eager, aot_eager and
-inductor backends, exits on every path, graph breaks inside blocks resumed under autocast,
-and the autocast queries folded from the traced state (Note [Autocast in the trace])."""
+"""torch.autocast / torch.amp.autocast (CPU) inside compiled code: captured in the graph
+with eager's dtypes on the eager, aot_eager and inductor backends, exits on every path,
+graph breaks inside blocks resumed under autocast, and the autocast queries folded from the
+traced state (Note [Autocast in the trace])."""
 import pytest
 import torch
 

@@ -4,7 +4,7 @@ requires grad): forward and backward are traced into one
 custom-gradient layer stays in one graph and the gradients are the user's backward's, equal
 to eager's, with the eager and the aot_eager backends. A Function whose backward (or
 forward) cannot be traced, or has effects, is a graph break whose reason names it, and the
-apply runs eagerly."""
+apply runs eagerly. Where no gradient flows: tests/test_autograd_function_no_grad.py."""
 import copy
 
 import pytest

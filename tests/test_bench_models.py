@@ -1,20 +1,20 @@
 """`make bench`'s transformers workloads (bench/model_workloads.py): the table has one workload
-per model of `bench.hf_models.ONE_GRAPH` with issue 13's targets, each builds the same model
+per model of `bench.hf_models.ONE_GRAPH` with the models' targets, each builds the same model
 every time, and one bytegraph capture through the bench's own capture path (keyword inputs,
 no_grad, output tensors compared) equals eager, for one model of each family."""
 import pytest
 
 pytest.importorskip("transformers")
 
-from bench import model_workloads, run  # noqa: E402
+from bench import run  # noqa: E402
 from bench.hf_models import ONE_GRAPH, output_tensors  # noqa: E402
-from bench.workloads import WORKLOADS  # noqa: E402
+from bench.workloads import WORKLOADS, model_workloads  # noqa: E402
 
 MODEL_WORKLOADS = [WORKLOADS[model_workloads.PREFIX + name] for name in ONE_GRAPH]
 BYTEGRAPH = next(system for system in run.SYSTEMS if system.name == "bytegraph")
 
 
-def test_every_one_graph_model_is_a_workload_with_issue_13_targets():
+def test_every_one_graph_model_is_a_workload_with_the_model_targets():
     assert model_workloads.SKIPPED is None
     names = [name for name in WORKLOADS if name.startswith(model_workloads.PREFIX)]
     assert names == [work.name for work in MODEL_WORKLOADS]

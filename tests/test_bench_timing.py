@@ -4,7 +4,7 @@ variant that raises is failed and dropped while the others go on."""
 import gc
 
 from bench import run
-from bench.workloads import Case
+from bench.case import Case
 
 
 def _variants(log, raising=()):

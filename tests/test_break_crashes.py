@@ -1,4 +1,4 @@
-"""Programs that raised only when compiled, at graph breaks (issue 11), each a differential
+"""Programs that raised only when compiled, at graph breaks, each a differential
 check on fresh state plus its graph and break counts (`explain`)."""
 import torch
 

@@ -1,4 +1,4 @@
-"""Closures and callables as values (issue 6, "Sources everywhere"): closures over outer
+"""Closures and callables as values: closures over outer
 frames' cells, lambdas, `functools.partial`, `functools.wraps` decorators, bound methods,
 staticmethods and classmethods passed around, callables returned and escaping; closure
 cells changed between calls recompile, named in the `recompiles` log (eager vs compiled).

@@ -1,4 +1,4 @@
-"""Data-dependent capture (issue 35, class 9): `bytegraph.config.capture_scalar_outputs` and
+"""Data-dependent capture: `bytegraph.config.capture_scalar_outputs` and
 `capture_dynamic_output_shape_ops`, as torch.compile's fields of the same names.
 
 With them on, `t.item()` / `int(t)` / `float(t)` / `operator.index(t)` / `t.tolist()` are

@@ -1,4 +1,4 @@
-"""Default arguments (issue 6, "Sources everywhere"): inlined functions and methods with
+"""Default arguments: inlined functions and methods with
 defaults of every kind, keyword-only defaults, mutable defaults mutated on the real
 default object, and `__defaults__`/`__kwdefaults__` changed after compiling (eager vs
 compiled; recompiles named in the `recompiles` log)."""

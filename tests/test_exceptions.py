@@ -763,7 +763,7 @@ def test_exception_caught_from_an_inlined_callee_reraised_after_a_graph_break():
     _three_fresh_calls(fn, torch.ones(2))
 
 
-# ---- class 3 of issue 36: every side effect before a raise happens once per call, in order ------
+# ---- every side effect before a raise happens once per call, in order ----------------------
 
 SCALE = 1.0
 LOG = []

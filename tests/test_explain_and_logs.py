@@ -1,4 +1,4 @@
-"""`bytegraph.explain`, the logging topics and `fullgraph=True` for graph breaks (issue 4).
+"""`bytegraph.explain`, the logging topics and `fullgraph=True` for graph breaks.
 
 Line numbers are never hard-coded: breaking lines end in a marker comment and are found
 with ``helpers.line_of``.

@@ -1,4 +1,4 @@
-"""Differential fuzzing (design section 6): small random programs mixing tensor ops, Python
+"""Differential fuzzing: small random programs mixing tensor ops, Python
 int arithmetic, branches and loops on ints, containers and in-place ops on intermediates.
 Each seed is one deterministic program; it is run eagerly and compiled and compared in full.
 Every construct used is one bytegraph supports, so each program must be exactly one graph."""

@@ -1,16 +1,19 @@
-"""Graph breaks (issue 4): differential tests, eager vs compiled on fresh copies.
+"""Graph breaks: differential tests, eager vs compiled on fresh copies.
 
 At a break bytegraph compiles the graph so far, runs the breaking instruction eagerly and
-resumes capture in a generated resume function; inside a try/with block the rest of the
-frame runs eagerly. Every test compares outputs, gradients, identity of returned inputs,
-printed output and mutated arguments (``helpers.check``), and asserts the graph count
-where it is well defined; ``check`` also calls a second time and asserts no recompile.
+resumes capture in a generated resume function; inside a try/with block too where the
+block's handler can be kept (Note [Breaks inside blocks] in translate/breaks.py), otherwise
+the rest of the frame runs eagerly. Every test compares outputs, gradients, identity of
+returned inputs, printed output and mutated arguments (``helpers.check``), and asserts the
+graph count where it is well defined; ``check`` also calls a second time and asserts no
+recompile.
 """
 from __future__ import annotations
 
 import logging
 import random
 import time
+from typing import cast
 
 import numpy as np
 import pytest
@@ -1453,3 +1456,25 @@ def test_method_of_temporary_tensor_with_arguments_at_a_break():
         return x * m
 
     check(f, torch.randn(3, 2), graphs=2)
+
+
+# =========================================================================== breaks inside resume functions
+
+class _Opt:
+    hooks = {}
+
+
+def _step_wrapper(*args, **kwargs):
+    # The shape of torch.optim's profile_hook_step: breaks (cast, __class__, a C context manager)
+    # inside resume functions whose own stack parameters must survive the next break.
+    self, *_ = args
+    self = cast(_Opt, self)
+    name = f"step#{self.__class__.__name__}"
+    with torch.autograd.profiler.record_function(name):
+        for hook in self.hooks.values():
+            hook()
+        return self, name, args[1] * 2
+
+
+def test_break_inside_resume_function_keeps_its_stack_parameters():
+    check(_step_wrapper, _Opt(), torch.randn(3))

@@ -1,4 +1,4 @@
-"""Static checks of bytegraph's own sources: the layer order of DESIGN.md section 2, no use
+"""Static checks of bytegraph's own sources: the layer order of docs/architecture.md ("Packages"), no use
 of torch._dynamo or torch.compile anywhere in bytegraph, and no torch in `_bytecode`.
 
 (torch's own code imports torch._dynamo internally, e.g. when a FakeTensorMode is created;

@@ -1,4 +1,4 @@
-"""Issue 16: container lengths guarded only when the trace really needs them (Note [Lazy
+"""Container lengths guarded only when the trace really needs them (Note [Lazy
 containers] in bytegraph/vars/lazy_list.py).
 
 A function, inlined helper or module hook that only appends to a list from outside (a
@@ -229,7 +229,7 @@ def test_length_used_as_a_python_value_guards_the_length():
 
 
 def test_length_in_tensor_arithmetic_becomes_a_graph_input_once_it_changes():
-    """Issue 16: a log that grows on every call, its length read into tensor arithmetic,
+    """A log that grows on every call, its length read into tensor arithmetic,
     compiles twice (static, then with the length a symbolic input), not once per length."""
     def make():
         log = []

@@ -3,7 +3,11 @@ break at the lock whose block resumes in a compiled resume function that runs ho
 real lock, so the block's reads and the replay of its writes happen inside the critical
 section, as eagerly (torch.compile breaks here too; with fullgraph=True both raise).
 Explicit `acquire`/`release` run eagerly at a break, so a non-blocking acquire of a lock held
-elsewhere fails as eagerly. Differential: outputs, grads, state; threads check exclusion."""
+elsewhere fails as eagerly. Differential: outputs, grads, state; threads check exclusion.
+Module-level locks as context managers: a clean break and the block resumed compiled (also in
+an inlined helper, and with a second break inside the block), the lock released when the
+block raises; a logger whose handler prints (below) puts its records in the compared stdout."""
+import logging
 import threading
 
 import pytest
@@ -142,3 +146,113 @@ def test_critical_section_that_touches_no_tensor_in_one_graph():
         return x + 1
 
     check(f, X, Installer(), graphs=1, fullgraph=True)
+
+
+# ------------------------------------------------------------------ module-level locks as context managers
+
+
+class _PrintHandler(logging.Handler):
+    """Prints each record to the current sys.stdout (which `check` captures)."""
+
+    def emit(self, record):
+        print(f"{record.levelname}:{record.name}:{record.getMessage()}")
+
+
+LOG = logging.getLogger("tests.locks")
+LOG.addHandler(_PrintHandler())
+LOG.propagate = False
+LOG.setLevel(logging.DEBUG)
+
+
+def T(*shape):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(0))
+
+
+LOCK = threading.Lock()
+RLOCK = threading.RLock()
+EVENTS = []
+
+
+def _held(lock) -> bool:
+    if isinstance(lock, type(RLOCK)):
+        return lock._is_owned()
+    return lock.locked()
+
+
+def test_lock_as_context_manager_breaks_cleanly_and_resumes():
+    def f(x):
+        y = x + 1
+        with LOCK:
+            EVENTS.append("in the block")
+            z = y * 2
+        EVENTS.append("after")
+        return z - 1
+
+    check(f, T(3), setup=EVENTS.clear, state=lambda: list(EVENTS))
+    assert not LOCK.locked()
+    out = bytegraph.explain(f, T(3))
+    assert any("a threading lock" in b.reason for b in out.break_reasons), out.break_reasons
+    assert out.graph_count >= 2 and not out.eager_frames, out
+
+
+def _locked_helper(x, lock):
+    with lock:
+        EVENTS.append("in")
+        return x * 3
+
+
+def test_rlock_in_an_inlined_helper():
+    def f(x):
+        y = _locked_helper(x + 1, RLOCK)
+        EVENTS.append("out")
+        return y + 1
+
+    check(f, T(3), setup=EVENTS.clear, state=lambda: list(EVENTS))
+    out = bytegraph.explain(f, T(3))
+    assert any("a threading lock" in b.reason for b in out.break_reasons)
+    assert not out.eager_frames, out.eager_frames
+    assert not _held(RLOCK)
+
+
+def test_lock_block_with_a_break_inside_in_a_helper():
+    def helper(x):
+        with LOCK:
+            EVENTS.append("in")
+            print("inside the block")  # a second break, inside the block's resume function
+            EVENTS.append("still in")
+            y = x * 2
+        return y
+
+    def f(x):
+        LOG.warning("before the lock")
+        y = helper(x + 1)
+        LOG.warning("after the lock")
+        return y - 1
+
+    r = check(f, T(3), setup=EVENTS.clear, state=lambda: list(EVENTS))
+    assert r.compiled.stdout == ("WARNING:tests.locks:before the lock\ninside the block\n"
+                                 "WARNING:tests.locks:after the lock\n")
+    assert not LOCK.locked()
+
+
+def test_lock_released_when_the_block_raises():
+    def f(x):
+        try:
+            with LOCK:
+                raise ValueError("inside")
+        except ValueError:
+            pass
+        return x + 1, LOCK.locked()
+
+    check(f, T(3))
+    assert not LOCK.locked()
+
+
+def test_lock_under_fullgraph_raises_unsupported_naming_it():
+    def f(x):
+        with LOCK:
+            return x + 1
+
+    with pytest.raises(bytegraph.Unsupported, match="a threading lock"):
+        bytegraph.compile(f, fullgraph=True)(T(3))
+    assert not LOCK.locked()

@@ -1,4 +1,4 @@
-"""Issue 6, acceptance 2: change a value the trace read between two calls; the second call
+"""Change a value the trace read between two calls; the second call
 equals eager (a guard fails and the frame recompiles, or a guard proves the old entry still
 right), and the `recompiles` log names the changed value and the user line that read it.
 

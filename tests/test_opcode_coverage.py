@@ -1,5 +1,5 @@
 """Every CPython 3.11 opcode is either handled by the translator or listed, with a reason,
-in UNSUPPORTED_OPCODES (design section 4)."""
+in UNSUPPORTED_OPCODES."""
 import dis
 import sys
 

@@ -1,8 +1,11 @@
 """Corners of Python semantics a symbolic interpreter must model exactly: numeric edge cases,
-truthiness, scoping, imports inside functions, exotic statements (eager vs compiled)."""
+truthiness, scoping, imports inside functions (relative ones too, resolved from
+`__package__`), exotic statements (eager vs compiled)."""
 import pytest
 import torch
 
+import bytegraph
+import tests.helpers  # noqa: F401  (loaded: tests/_relative_import_user.py imports it relatively)
 from helpers import check
 
 
@@ -265,3 +268,24 @@ def _with_autocast(x):
 )
 def test_may_run_eagerly_but_must_match(fn):
     check(fn, torch.tensor([[1.0, -2.0], [3.0, 0.5]]))
+
+
+# ------------------------------------------------------------------ relative imports inside functions
+
+
+def T(*shape):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(0))
+
+
+def test_relative_import_of_a_loaded_module_is_traced():
+    from tests import _relative_import_user
+
+    check(_relative_import_user.uses_relative_import, T(3), graphs=1, fullgraph=True)
+
+
+def test_relative_import_of_a_missing_name_breaks():
+    from tests import _relative_import_user
+
+    check(_relative_import_user.imports_a_missing_name, T(3))  # eager's ImportError
+    with pytest.raises(bytegraph.Unsupported, match="`from . import _no_such_module_here`, which is not imported yet"):
+        bytegraph.compile(_relative_import_user.imports_a_missing_name, fullgraph=True)(T(3))

@@ -1,4 +1,4 @@
-"""Issue 16: a function that reaches `config.cache_size_limit` says so once (a
+"""A function that reaches `config.cache_size_limit` says so once (a
 `RecompileLimitWarning` naming the guard that kept failing, the user's line that read the
 value, and what to do), and the `recompiles` log topic explains every recompile: the first
 failing guard of each cache entry the wrapper tried, what the value is now, in user terms.

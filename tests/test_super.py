@@ -1,4 +1,4 @@
-"""`super()` in both forms, traced (issue 6): `__init__` of objects made in the frame,
+"""`super()` in both forms, traced: `__init__` of objects made in the frame,
 method and `forward` chains, multiple inheritance along the MRO, nn.Module subclasses,
 `super().__getattr__`, classmethods, properties and class attributes through super.
 Every test is differential (eager vs compiled) and compiles one graph with fullgraph."""

@@ -1,4 +1,4 @@
-"""User-defined classes traced through their Python code (issue 6): instances passed in or
+"""User-defined classes traced through their Python code: instances passed in or
 made in the frame, methods of every kind, properties, class attributes along the MRO,
 dunder methods written in Python, dataclasses, named tuples, enums, type checks,
 `__class__` and `__dict__` reads. Every test is differential (eager vs compiled)."""

@@ -1,4 +1,4 @@
-"""`warnings.warn` in traced code (issue 35, nn.InstanceNorm3d): a graph break (trace_rules.KNOWN_BREAKS),
+"""`warnings.warn` in traced code (nn.InstanceNorm3d warns, for one): a graph break (trace_rules.KNOWN_BREAKS),
 as under torch.compile, so the warning is issued eagerly at the call, under the filters of that moment.
 
 A replay after the graph (as logging calls are, vars/logging_calls.py) is not made: an "error"

@@ -1,4 +1,4 @@
-"""Issue 16, acceptance 3: counter-style functions compile at most twice over 20 calls and
+"""Counter-style functions compile at most twice over 20 calls and
 agree with eager on every call. The counter (a global, a closure cell, an object or
 module attribute, a default, a module buffer) changes on each call and reaches tensor
 arithmetic or the return value: after its first change it is a graph input."""

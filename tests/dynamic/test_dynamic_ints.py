@@ -1,4 +1,4 @@
-"""Issue 16: ints as symbolic values, and no recompile storms on counters. An int argument
+"""Ints as symbolic values, and no recompile storms on counters. An int argument
 (or a global, a closure cell, an attribute, a default) that changes between calls and
 reaches tensor arithmetic becomes a SymInt graph input after its first change; a use
 that needs its value in Python (an index, `range`, a dict key) specializes exactly that."""

@@ -1,6 +1,6 @@
-"""Issue 16, acceptance 2: a GPT-2-style model over sequence lengths 8..64 compiles at most
+"""A GPT-2-style model over sequence lengths 8..64 compiles at most
 twice (the static first call, then one entry with the sequence length symbolic), equal to
-eager on every call: the hand-written GPT of tests/test_gpt_fullgraph.py (training and
+eager on every call: the hand-written GPT of tests/support/handwritten_gpt.py (training and
 inference forward, gradients) and transformers' GPT2Model from bench/hf_models.py."""
 import os
 
@@ -9,7 +9,7 @@ import torch
 
 import bytegraph
 from helpers import CompileCounter, assert_same
-from test_gpt_fullgraph import GPT, GPTConfig
+from support.handwritten_gpt import GPT, GPTConfig
 
 LENGTHS = list(range(8, 65, 8)) + [13, 64, 8, 37]
 

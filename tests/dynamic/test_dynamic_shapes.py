@@ -1,4 +1,4 @@
-"""Issue 16: automatic dynamic shapes. The first call compiles static; a call whose input
+"""Automatic dynamic shapes. The first call compiles static; a call whose input
 differs only in a size recompiles once with that dimension symbolic, and every later
 size reuses it. Each test runs a call sequence eagerly and compiled (outputs, gradients,
 arguments) and checks the number of graphs over it."""
@@ -149,7 +149,7 @@ def test_convolution_over_batch_and_spatial_sizes():
     check_calls(conv, calls, graphs=3, rtol=1e-5, atol=1e-5)
 
 
-def test_acceptance_shapes_of_a_b_t_d_input():
+def test_batch_and_sequence_sizes_of_a_b_t_d_input_compile_three_times():
     def f(x):
         b, t, d = x.shape
         h = x.reshape(b * t, d) @ torch.ones(d, 3)

@@ -1,4 +1,4 @@
-"""Issue 16: what specializes a symbolic size (a Python-level use: `if`, `range`, an index, a
+"""What specializes a symbolic size (a Python-level use: `if`, `range`, an index, a
 dict key), 0/1 specialization, `mark_dynamic`/`mark_static`, and `dynamic=True/False`."""
 import pytest
 import torch

@@ -14,7 +14,7 @@ A failing chunk names its seeds; reproduce, shrink and save one with
 Time: about 16 programs per CPU-second, so ~2 min of one core for the 2,000 programs (3.1 min
 of CPU measured on a machine loaded ~6x); 20 chunks, spread over the xdist workers.
 
-`test_fuzzed_programs_full_size` is the 500-program slice of issue 36: seeds 0..499 exactly as
+`test_fuzzed_programs_full_size` is the 500-program full-size slice: seeds 0..499 exactly as
 `make fuzz` writes them (8 statements, 3 calls), `ci` profile. About 3 programs per CPU-second:
 500 took 162 s of CPU (297 s wall with 2 processes on a machine loaded ~6x; ~80 s wall on 2 idle
 cores); 10 chunks. Reproduce a seed with
@@ -44,7 +44,7 @@ def test_fuzzed_programs_with_breaks(first):
     assert breaks >= 2 * CHUNK and graphs >= 2 * CHUNK, (breaks, graphs)
 
 
-# The slice of issue 36: 500 programs as `make fuzz` writes them (8 top-level statements, 3
+# The full-size slice: 500 programs as `make fuzz` writes them (8 top-level statements, 3
 # calls), every feature of the full profile but the CI exclusions (`profiles.CI_EXCLUDED`).
 N_FULL, FULL_CHUNK = 500, 50
 

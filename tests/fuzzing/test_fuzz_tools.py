@@ -28,7 +28,7 @@ MARKERS = {
 }
 
 
-# the four constructs of issue 36 item 3 (regular expressions): each must occur in the programs
+# globals_dict, dynamic_raise, effects_raise, custom_exc (regular expressions): each must occur in the programs
 NEW_FEATURE_PATTERNS = {
     "globals_dict": [r"(GD\d+) = globals\(\)\.get\('\1', 0\) \+ 1", r"if 'GD\d+' in globals\(\):",
                      r"globals\(\)\[nm\d+\]", r"vars\(sys\.modules\[__name__\]\)",

@@ -1,5 +1,5 @@
 """Handles of tensor hooks registered in a compiled region: the real `RemovableHandle` lands
-where user code put it; `remove()` inside is replayed in order (issue 15)."""
+where user code put it; `remove()` inside is replayed in order."""
 from __future__ import annotations
 
 import pytest

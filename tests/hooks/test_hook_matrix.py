@@ -1,4 +1,4 @@
-"""The hook matrix (issue 15): where a hook is attached (input tensor, parameter, module
+"""The hook matrix: where a hook is attached (input tensor, parameter, module
 forward, module backward) x when (registered before compiling, inside the compiled region,
 after the first compiled call, registered before and removed between calls). Every cell:
 three calls, outputs, gradients and the hook log equal to eager. README documents what

@@ -1,6 +1,6 @@
 """nn.Module hooks with compiled calls: forward (pre-)hooks traced inside the graph, hook
 dicts guarded, backward hooks and registrations inside the region as graph breaks with
-reasons, eager's warnings emitted (issue 15)."""
+reasons, eager's warnings emitted."""
 from __future__ import annotations
 
 import pytest
@@ -80,8 +80,8 @@ def test_forward_hook_and_pre_hook_on_one_module_run_in_eager_order():
 
 @pytest.mark.parametrize("backend", FAST_BACKENDS)
 def test_hook_appending_to_a_list_does_not_recompile(backend):
-    """The issue's reproduction: a forward hook that grows a list compiled 8 graphs in 8
-    calls (the list's length was guarded); now one."""
+    """A forward hook that grows a list: once 8 graphs in 8 calls (the list's length was
+    guarded), now one."""
     calls = []
 
     def build():

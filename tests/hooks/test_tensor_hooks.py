@@ -1,6 +1,6 @@
 """`register_hook` / `register_post_accumulate_grad_hook` inside a compiled region on tensors
 that have a source (arguments, parameters, tensors reached from arguments, globals, module
-attributes): recorded, replayed after the graph, no graph break (issue 15)."""
+attributes): recorded, replayed after the graph, no graph break."""
 from __future__ import annotations
 
 import functools
@@ -422,8 +422,9 @@ def test_registration_then_graph_break_fires_once(backend):
 
 
 def test_hook_on_an_intermediate_is_captured_in_the_graph():
-    """Once a break ("register_hook() registers a tensor hook"); issue 17's hook node now
-    captures it: one graph with fullgraph=True, the hook fires in backward as in eager."""
+    """Once a break ("register_hook() registers a tensor hook"); the intermediate hook node
+    (Note [Intermediate hook node]) now captures it: one graph with fullgraph=True, the hook
+    fires in backward as in eager."""
     def f(x):
         y = x * 2
         y.register_hook(lambda g: g + 1)

@@ -1,4 +1,4 @@
-"""Compiled autograd (issue 17, part 2): `bytegraph.compiled_autograd.enable(backend)` captures
+"""Compiled autograd: `bytegraph.compiled_autograd.enable(backend)` captures
 `backward()` through the engine's C++ interface and compiles it with bytegraph, hook bodies
 traced into the backward graph. Compared with eager: weights after SGD steps, gradients, hook
 calls and what the hooks did to outer state; graphs counted through a counting backend."""
@@ -249,7 +249,7 @@ def grown_log_hook(g):
 
 
 def test_hook_reading_the_length_of_a_list_it_grows_compiles_at_most_twice():
-    """Issue 16: the length of a global list a hook appends to, read into the gradient, is a
+    """The length of a global list a hook appends to, read into the gradient, is a
     symbolic input once it changed (it was guarded per value: one backward graph per step)."""
     GROWN.clear()
     eager = train(make_mlp(), 6, grown_log_hook)

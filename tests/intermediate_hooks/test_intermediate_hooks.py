@@ -1,4 +1,4 @@
-"""`register_hook` on tensors computed in the compiled function (issue 17, part 1): the
+"""`register_hook` on tensors computed in the compiled function: the
 hook node of Note [Intermediate hook node] instead of a graph break. Each test compares
 eager and compiled (outputs, gradients, which hooks ran with which gradient, in order) over
 two calls, without a recompile, on the backends `eager`, `aot_eager` and `inductor`."""
@@ -358,9 +358,9 @@ def test_handle_type_and_context_manager_outside():
     assert LOG == []
 
 
-def f_issue_repro(x, flag):
-    """The issue's function: a hook registered and removed in one call (3 graphs, 3 breaks
-    and recompiles before; torch.compile raises an AssertionError on the removal)."""
+def f_hook_registered_and_removed(x, flag):
+    """A hook registered and removed in one call (once 3 graphs, 3 breaks and recompiles;
+    torch.compile raises an AssertionError on the removal)."""
     y = x * 2
     h = y.register_hook(double)
     z = y.sin()
@@ -373,9 +373,9 @@ def f_issue_repro(x, flag):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_issue_repro_one_graph_no_recompile(backend):
+def test_hook_registered_and_removed_in_one_call_one_graph_no_recompile(backend):
     for flag in (True, False):
-        diff(f_issue_repro, _x(), flag, backend=backend, graphs=1, fullgraph=True, calls=3)
+        diff(f_hook_registered_and_removed, _x(), flag, backend=backend, graphs=1, fullgraph=True, calls=3)
 
 
 # ---- outer side effects, breaks, call sequences ----------------------------------------

@@ -1,6 +1,9 @@
-"""Design section 7: places where graph-capture JITs are known to be silently wrong.
-Each test is differential; the stateful ones call the same objects repeatedly
-(helpers.check_calls) so that state carried between calls must steer later calls."""
+"""Places where graph-capture JITs are known to be silently wrong: guards on the absence of
+an attribute, key or global; side effects before a raise; iterators and generators partly
+consumed; the identity of arguments across calls; hooks; float/int arithmetic on sizes;
+view-ness and storage sharing. Each test is differential; the stateful ones call the same
+objects repeatedly (helpers.check_calls) so that state carried between calls must steer
+later calls."""
 import math
 
 import pytest

@@ -1,19 +1,19 @@
-"""Logging calls replayed after the graph, lru_cache log-once helpers (the cache decides at run
-time), lru_cache wrappers on objects hashed by identity, relative imports, and threading locks
-as context managers (a clean break whose block runs holding the real lock). Differential
-(tests/helpers.py `check`): the handler below prints each record, so stdout compares what was
-logged and in which order, interleaved with the program's own prints."""
+"""Logging calls replayed after the graph (in order with the program's prints, the logger's
+level decided at run time, a tensor argument or `Logger.exception` a break with its reason),
+lru_cache log-once helpers (the cache decides at run time) and lru_cache wrappers on objects
+hashed by identity. Differential (tests/helpers.py `check`): the handler below prints each
+record, so stdout compares what was logged and in which order, interleaved with the
+program's own prints."""
 import contextlib
 import functools
 import io
 import logging
-import threading
 
 import pytest
 import torch
 
 import bytegraph
-from tests.helpers import check, compile_counted
+from helpers import check, compile_counted
 
 
 class _PrintHandler(logging.Handler):
@@ -23,7 +23,7 @@ class _PrintHandler(logging.Handler):
         print(f"{record.levelname}:{record.name}:{record.getMessage()}")
 
 
-LOG = logging.getLogger("tests.logging_and_locks")
+LOG = logging.getLogger("tests.logging")
 LOG.addHandler(_PrintHandler())
 LOG.propagate = False
 LOG.setLevel(logging.DEBUG)
@@ -52,8 +52,8 @@ def test_logger_calls_replayed_in_one_graph():
         return y + 1
 
     r = check(f, T(3), graphs=1, fullgraph=True)
-    assert r.compiled.stdout == ("INFO:tests.logging_and_locks:start run 3\nWARNING:tests.logging_and_locks:middle\n"
-                                 "ERROR:tests.logging_and_locks:level 40\nDEBUG:tests.logging_and_locks:n=4\n")
+    assert r.compiled.stdout == ("INFO:tests.logging:start run 3\nWARNING:tests.logging:middle\n"
+                                 "ERROR:tests.logging:level 40\nDEBUG:tests.logging:n=4\n")
 
 
 def test_module_level_logging_function_replayed():
@@ -88,8 +88,8 @@ def test_logging_order_across_a_graph_break():
         return y + 1
 
     r = check(f, T(3), graphs=2)
-    assert r.compiled.stdout == ("WARNING:tests.logging_and_locks:before\nWARNING:tests.logging_and_locks:helper got "
-                                 "k=2\nthe break\nWARNING:tests.logging_and_locks:after\n")
+    assert r.compiled.stdout == ("WARNING:tests.logging:before\nWARNING:tests.logging:helper got "
+                                 "k=2\nthe break\nWARNING:tests.logging:after\n")
 
 
 def test_logger_level_decided_at_run_time_without_recompiling():
@@ -105,7 +105,7 @@ def test_logger_level_decided_at_run_time_without_recompiling():
         with contextlib.redirect_stdout(buf):
             cf(T(2))
         outs.append(buf.getvalue())
-    assert outs == ["INFO:tests.logging_and_locks:info line\n", "", "INFO:tests.logging_and_locks:info line\n"]
+    assert outs == ["INFO:tests.logging:info line\n", "", "INFO:tests.logging:info line\n"]
     assert counter.frame_count == 1
 
 
@@ -169,8 +169,8 @@ def test_lru_cache_log_once_logs_once_over_calls():
             results = [run(T(3)) for _ in range(3)]
         printed.append(buf.getvalue())
         torch.testing.assert_close(results[-1], f(T(3)))
-    assert printed[1] == printed[0] == ("WARNING:tests.logging_and_locks:said once\n"
-                                        "WARNING:tests.logging_and_locks:another\n")
+    assert printed[1] == printed[0] == ("WARNING:tests.logging:said once\n"
+                                        "WARNING:tests.logging:another\n")
     assert counter.frame_count == 1
 
 
@@ -181,7 +181,7 @@ def test_lru_cache_log_once_output_equals_eager():
         return x * 2
 
     r = check(f, T(3), graphs=1, fullgraph=True, setup=_fresh_cache)
-    assert r.compiled.stdout == "WARNING:tests.logging_and_locks:said once\n"
+    assert r.compiled.stdout == "WARNING:tests.logging:said once\n"
 
 
 def test_lru_cache_log_once_across_a_break_and_in_a_helper():
@@ -197,8 +197,8 @@ def test_lru_cache_log_once_across_a_break_and_in_a_helper():
         return helper(y)
 
     r = check(f, T(3), graphs=2, setup=_fresh_cache)
-    assert r.compiled.stdout == ("WARNING:tests.logging_and_locks:from the helper\nbreak\n"
-                                 "WARNING:tests.logging_and_locks:after the break\n")
+    assert r.compiled.stdout == ("WARNING:tests.logging:from the helper\nbreak\n"
+                                 "WARNING:tests.logging:after the break\n")
 
 
 class _Reporter:
@@ -220,7 +220,7 @@ def test_lru_cache_method_on_an_object_hashed_by_identity():
 
     setup = _Reporter.note.cache_clear
     r = check(f, T(3), graphs=1, fullgraph=True, setup=setup)
-    assert r.compiled.stdout == "WARNING:tests.logging_and_locks:note: first\n"
+    assert r.compiled.stdout == "WARNING:tests.logging:note: first\n"
 
 
 @functools.lru_cache(None)
@@ -286,111 +286,3 @@ def test_lru_cache_with_an_outside_write_is_not_replayed():
     out = bytegraph.explain(f, T(3))
     assert out.graph_break_count == 1 and "lru_cache wrapper" in out.break_reasons[0].reason
     check(f, T(3), setup=setup, state=lambda: list(SEEN))
-
-
-# ------------------------------------------------------------------ locks
-
-LOCK = threading.Lock()
-RLOCK = threading.RLock()
-EVENTS = []
-
-
-def _held(lock) -> bool:
-    if isinstance(lock, type(RLOCK)):
-        return lock._is_owned()
-    return lock.locked()
-
-
-def test_lock_as_context_manager_breaks_cleanly_and_resumes():
-    def f(x):
-        y = x + 1
-        with LOCK:
-            EVENTS.append("in the block")
-            z = y * 2
-        EVENTS.append("after")
-        return z - 1
-
-    check(f, T(3), setup=EVENTS.clear, state=lambda: list(EVENTS))
-    assert not LOCK.locked()
-    out = bytegraph.explain(f, T(3))
-    assert any("a threading lock" in b.reason for b in out.break_reasons), out.break_reasons
-    assert out.graph_count >= 2 and not out.eager_frames, out
-
-
-def _locked_helper(x, lock):
-    with lock:
-        EVENTS.append("in")
-        return x * 3
-
-
-def test_rlock_in_an_inlined_helper():
-    def f(x):
-        y = _locked_helper(x + 1, RLOCK)
-        EVENTS.append("out")
-        return y + 1
-
-    check(f, T(3), setup=EVENTS.clear, state=lambda: list(EVENTS))
-    out = bytegraph.explain(f, T(3))
-    assert any("a threading lock" in b.reason for b in out.break_reasons)
-    assert not out.eager_frames, out.eager_frames
-    assert not _held(RLOCK)
-
-
-def test_lock_block_with_a_break_inside_in_a_helper():
-    def helper(x):
-        with LOCK:
-            EVENTS.append("in")
-            print("inside the block")  # a second break, inside the block's resume function
-            EVENTS.append("still in")
-            y = x * 2
-        return y
-
-    def f(x):
-        LOG.warning("before the lock")
-        y = helper(x + 1)
-        LOG.warning("after the lock")
-        return y - 1
-
-    r = check(f, T(3), setup=EVENTS.clear, state=lambda: list(EVENTS))
-    assert r.compiled.stdout == ("WARNING:tests.logging_and_locks:before the lock\ninside the block\n"
-                                 "WARNING:tests.logging_and_locks:after the lock\n")
-    assert not LOCK.locked()
-
-
-def test_lock_released_when_the_block_raises():
-    def f(x):
-        try:
-            with LOCK:
-                raise ValueError("inside")
-        except ValueError:
-            pass
-        return x + 1, LOCK.locked()
-
-    check(f, T(3))
-    assert not LOCK.locked()
-
-
-def test_lock_under_fullgraph_raises_unsupported_naming_it():
-    def f(x):
-        with LOCK:
-            return x + 1
-
-    with pytest.raises(bytegraph.Unsupported, match="a threading lock"):
-        bytegraph.compile(f, fullgraph=True)(T(3))
-    assert not LOCK.locked()
-
-
-# ------------------------------------------------------------------ relative imports
-
-def test_relative_import_of_a_loaded_module_is_traced():
-    from tests import _relative_import_user
-
-    check(_relative_import_user.uses_relative_import, T(3), graphs=1, fullgraph=True)
-
-
-def test_relative_import_of_a_missing_name_breaks():
-    from tests import _relative_import_user
-
-    check(_relative_import_user.imports_a_missing_name, T(3))  # eager's ImportError
-    with pytest.raises(bytegraph.Unsupported, match="`from . import _no_such_module_here`, which is not imported yet"):
-        bytegraph.compile(_relative_import_user.imports_a_missing_name, fullgraph=True)(T(3))
