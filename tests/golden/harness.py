@@ -17,7 +17,13 @@ torch's and the standard library's directories), object addresses (`0x7f...`), a
 process-global counters, renumbered in order of first appearance within the case:
 `__bg_graph_N` (graph names come from one counter for the whole process, so they depend
 on which cases ran before in the same worker) and `__bg_obj_N` (`ObjectSource` names
-carry the object's `id`).
+carry the object's `id`); likewise the FX file name `<eval_with_key>.N` of a compiled-autograd
+graph's code (its guards' locations) and its capture number (`capturing backward graph N`).
+
+A graph's higher-order-op bodies (its submodules that are graph modules: `cond_true_0`,
+`map_body_0`, `wrap_body_0`) follow it, each as `-- subgraph NAME` and its code. Mode
+"compiled_autograd" also runs the `backward()` of the compiled function's output under
+`bytegraph.compiled_autograd.enable`, so the backward graph is an entry of its own.
 """
 from __future__ import annotations
 
@@ -42,7 +48,8 @@ from bytegraph.translate.continuation import is_continuation_code
 from bytegraph.translate.resume import is_resume_code
 from helpers import _compare_runs as compare_runs
 from helpers import _run as run_once
-from helpers import check, check_sequence, clone_inputs
+from helpers import _tensors as tensors_of
+from helpers import assert_same, check, check_sequence, clone_inputs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
@@ -56,8 +63,9 @@ class Case:
     mode: "check" (`helpers.check`: eager vs compiled, grads, a second call), "closure"
     (`make=True`: eager and compiled each get their own closure from `make()`, called twice),
     "sequence" (`helpers.check_sequence` over `calls()`, a list of argument tuples: guards
-    and recompiles), or "unsupported" (`fullgraph=True` must raise `bytegraph.Unsupported`,
-    eager must not).
+    and recompiles), "unsupported" (`fullgraph=True` must raise `bytegraph.Unsupported`,
+    eager must not), or "compiled_autograd" (a compiled call, then `backward()` of its
+    output under compiled autograd, twice: outputs and gradients against eager).
     """
 
     name: str
@@ -226,6 +234,8 @@ def _run(c: Case, recorder: _Recorder) -> list[str]:
     if c.mode == "sequence":
         check_sequence(c.target(), c.calls(), backend=recorder, **c.options)
         return []
+    if c.mode == "compiled_autograd":
+        return _run_compiled_autograd(c, recorder)
     assert c.mode == "unsupported", c.mode
     fn = c.target()
     fn(*c.args())  # eager runs fine
@@ -235,6 +245,30 @@ def _run(c: Case, recorder: _Recorder) -> list[str]:
     except bytegraph.Unsupported as e:
         return ["Unsupported:", *(f"  {line}" for line in str(e).splitlines())]
     raise AssertionError(f"{c.id}: fullgraph=True did not raise bytegraph.Unsupported")
+
+
+def _run_compiled_autograd(c: Case, recorder: _Recorder) -> list[str]:
+    """The forward compiled and the `backward()` of its output captured by compiled autograd
+    (`bytegraph.compiled_autograd.enable`), both with the case's backend, twice (the second
+    backward reuses the graph), against eager: outputs, arguments, then their gradients."""
+    fn = c.target()
+    compiled_fn = bytegraph.compile(fn, backend=recorder)
+    for i in range(2):
+        args = c.args()
+        label = f"call #{i + 1}"
+        eager = run_once(fn, clone_inputs(args), {}, 0, None, None)
+        compiled = run_once(compiled_fn, clone_inputs(args), {}, 0, None, None)
+        compare_runs(eager, compiled, label, None, None)
+        eager.out.backward()
+        with bytegraph.compiled_autograd.enable(recorder):
+            compiled.out.backward()
+        grads = [t for t in tensors_of(eager.args) if t.requires_grad]
+        compiled_grads = [t for t in tensors_of(compiled.args) if t.requires_grad]
+        assert len(grads) == len(compiled_grads), f"{label}: argument tensors requiring grad differ"
+        for j, (te, tc) in enumerate(zip(grads, compiled_grads)):
+            assert te.grad is not None and tc.grad is not None, f"{label}: grad of argument tensor #{j} missing"
+            assert_same(te.grad, tc.grad, f"{label} grad of argument tensor #{j}")
+    return []
 
 
 def _render_entry(index: int, compiled, entry, brk, shown: set) -> list[str]:
@@ -248,6 +282,8 @@ def _render_entry(index: int, compiled, entry, brk, shown: set) -> list[str]:
         lines += ["-- generated code of " + code.co_qualname, _dis(code)]
     if entry.graph_module is not None:
         lines += ["-- graph", entry.graph_module.code.strip()]
+        for name, sub in _subgraphs(entry.graph_module):
+            lines += [f"-- subgraph {name}", sub.code.strip()]
     lines.append("-- guards")
     for guard, clause in zip(entry.guards.guards, entry.guards.clauses):
         lines.append(f"{clause}")
@@ -263,6 +299,12 @@ def _render_entry(index: int, compiled, entry, brk, shown: set) -> list[str]:
     if entry.kind == "compiled":
         lines += ["-- residual bytecode", _dis(entry.fn.__code__)]
     return lines
+
+
+def _subgraphs(gm) -> list:
+    """The graph modules inside `gm` (a higher-order op's bodies: `cond_true_0`, `map_body_0`,
+    `wrap_body_0`, ...), nested ones as `outer.inner`, in the order they were added."""
+    return [(name, m) for name, m in gm.named_modules() if name and isinstance(m, torch.fx.GraphModule)]
 
 
 class _Shown:
@@ -299,12 +341,12 @@ def _relpath(path: str) -> str:
 
 
 _ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{4,}\b")
-_COUNTED = re.compile(r"\b(__bg_graph_|__bg_obj_)(\d+)\b")
+_COUNTED = re.compile(r"(\b__bg_graph_|\b__bg_obj_|<eval_with_key>\.|\bcapturing backward graph )(\d+)\b")
 
 
 def normalize(text: str) -> str:
     """Paths relative to the repo (torch and stdlib as `<torch>`/`<stdlib>`), no object
-    addresses, process-global counters renumbered by first appearance in `text`."""
+    addresses, process-global counters renumbered by first appearance in `text` (per counter)."""
     text = text.replace(_TORCH_DIR + os.sep, "<torch>/").replace(_STDLIB_DIR + os.sep, "<stdlib>/")
     text = text.replace(ROOT + os.sep, "")
     text = _ADDRESS.sub("0x?", text)

@@ -11,7 +11,8 @@ import os
 
 import pytest
 
-from . import cases_autocast, cases_breaks, cases_graphs, cases_guards, cases_objects, cases_side_effects  # noqa: F401
+from . import (cases_autocast, cases_breaks, cases_features, cases_graphs, cases_guards, cases_objects,  # noqa: F401
+               cases_side_effects)
 from .harness import CASES, render
 
 EXPECTED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "expected")
