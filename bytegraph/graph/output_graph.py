@@ -1,5 +1,5 @@
 """The output graph of one capture: the FX graph, its inputs by source, fake example
-values, the guards collected, and the grad mode and autocast state (`vars/autocast.py`)
+values, the guards collected, and the grad mode and autocast state (`vars/autocast/`)
 the traced code is in.
 
 Graph inputs are placeholders, one per distinct real tensor (two sources reaching the
@@ -38,7 +38,8 @@ from .. import config
 from ..errors import UserCodeRaisesError
 from ..guards.guard import Guard, GuardKind, TensorSpec
 from ..guards.sources import ObjectSource, SizeSource
-from ..vars import autocast, requires_grad
+from ..vars import requires_grad
+from ..vars.autocast import state as autocast
 from ..vars.base import VariableTracker
 from ..vars.builder import wrap_op_result
 from ..vars.containers import NamedTupleVariable, TupleVariable
@@ -519,7 +520,7 @@ class GraphCheckpoint:
     current_tx: object
     guard_aliases: int
     side_effects: tuple
-    autocast: object        # the AutocastTrace (vars/autocast.py)
+    autocast: object        # the AutocastTrace (vars/autocast/state.py)
     submodules: int         # len(OutputGraph.submodules)
 
 

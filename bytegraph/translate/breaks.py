@@ -19,7 +19,7 @@ Note [Breaks inside blocks]
 A break inside a `try`/`with` block of the root frame resumes like any other when the
 stack slots the innermost handler keeps (its depth) are for-loop iterators, grad-mode
 `with` exits (`WithExitVariable`, rebuilt as `RestoreGradMode`), autocast ones
-(`AutocastExit`, Note [Autocast in the trace] in vars/autocast.py) or a user manager's
+(`AutocastExit`, Note [Autocast in the trace] in vars/autocast/__init__.py) or a user manager's
 bound `__exit__` (`BoundMethodVariable`, rebuilt as `types.MethodType(<class's
 __exit__>, <the manager>)`, the manager rebuilt or reloaded from its source): the kinds
 whose `kept_in_block` is set. The residual code

@@ -18,7 +18,8 @@ from ..graph.codegen import PyCodegen
 from ..graph.output_graph import OutputGraph, add_stack_traces
 from ..guards.guard import Guard, GuardKind
 from ..guards.sources import ClosureSource, GlobalsDictSource, LocalCellContentsSource, LocalSource
-from ..vars import autocast, requires_grad
+from ..vars import requires_grad
+from ..vars.autocast import emit as autocast
 from ..vars.functions import CellVariable
 from ..vars.lazy_int import wrap_int
 from ..vars.symbolic import is_unbacked

@@ -25,7 +25,7 @@ from __future__ import annotations
 import torch
 from torch.autograd.function import Function, _SingleLevelFunction
 
-from .autocast import state_query
+from .autocast.trackers import state_query
 from .base import CallableValueVariable
 from .function_ctx import FunctionCtxVariable, wrap_outputs
 from .hops.function_apply import capture_apply

@@ -24,7 +24,7 @@ from .constant import ConstantVariable
 from .functions import UserFunctionVariable
 from .registry import guard, register
 from .tensor_scalar_args import rewrite_function
-from .autocast import SPECIAL as AUTOCAST_SPECIAL, state_query
+from .autocast.trackers import SPECIAL as AUTOCAST_SPECIAL, state_query
 from .module_hooks import MODULE_HOOK_SPECIAL
 from .torch_contexts import null_context
 from .torch_op_rule import NOT_GRAPH_OPS, graph_target, missing_fake_kernel, op_name

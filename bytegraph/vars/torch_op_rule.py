@@ -86,7 +86,7 @@ NOT_GRAPH_OPS = {
     torch.Tensor.data_ptr: "its result is a memory address",
     torch.Tensor._is_view: "its answer is autograd view metadata a fake tensor does not share",
     torch.Tensor.is_set_to: "its answer compares storages a fake tensor does not share",
-    torch.autocast: "a context manager (vars/autocast.py)",
+    torch.autocast: "a context manager (vars/autocast/)",
 }
 
 

@@ -1,171 +1,23 @@
-"""`torch.autocast` / `torch.amp.autocast` (CPU) inside the traced code, and the autocast
-state queries (`torch.is_autocast_enabled`, `get_autocast_dtype`, ...).
-
-Note [Autocast in the trace]
-The capture keeps one immutable `AutocastTrace` record in `OutputGraph.autocast` (None
-until the trace touches autocast; saved by checkpoints): the *ambient* CPU autocast state
-the capture started in (guarded: enabled, dtype, weight-cache flag), the *traced* state
-now, the graph's open `_enter_autocast` nodes, the blocks entered by the trace and still
-open, and the blocks entered before the capture (a resume function's) that it exited.
-- While tracing, the real thread-local state follows the traced one, so fake-tensor
-  propagation gives autocast's dtypes (`x @ w` is bfloat16); the real weight cache is off
-  meanwhile (fake tensors never enter it) and everything is put back when tracing ends.
-  Fake results are not memoized under autocast (`OutputGraph._run_fake`).
-- The graph records what torch.compile records: `n = _enter_autocast(device, dtype,
-  enabled, cache)` at a block's start and `_exit_autocast(n)` at its end, so every backend
-  (eager, aot_autograd, inductor) reproduces eager's dtypes. A graph is balanced: when it
-  ends inside blocks, `_exit_autocast` of each open node is appended before its output.
-- At a graph break inside a block (Note [Breaks inside blocks] in translate/breaks.py) the
-  block's exit slot is rebuilt as an `AutocastExit` constant (the block's state and the
-  state before it, identity-guarded by the resume function); the residual code enters the
-  open blocks for real (`enter_autocast_block`) before the breaking instruction, so it and
-  the resume function run under autocast as in eager. The resume function starts in that
-  ambient state; the block's end calls the `AutocastExit` slot: the trace switches the
-  graph to the prior state (one more `_enter_autocast` node, closed at the graph's end)
-  and the residual code calls the real exit after the graph. The weight cache is cleared
-  there too (a cast made inside the block must not serve a later block of another dtype).
-Queries of the CPU state answer from the traced state; those of other devices read the
-real state and guard it. Only `device_type="cpu"` blocks are traced; others break.
+"""The trackers of `torch.autocast` objects, their blocks' exits and autocast-wrapped
+functions, and the autocast state queries as trace rules (`SPECIAL`).
 """
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import torch
 from torch.amp.autocast_mode import _enter_autocast, _exit_autocast
 
-from ..guards.guard import Guard, GuardKind
-from ..guards.sources import AttrSource, ObjectSource, StateQuerySource
-from .base import VariableTracker
-from .constant import ConstantVariable
-from .registry import guard, register
-from ..errors import TracedRaise
+from ...errors import TracedRaise
+from ...guards.guard import Guard, GuardKind
+from ...guards.sources import AttrSource, ObjectSource, StateQuerySource
+from ..base import VariableTracker
+from ..constant import ConstantVariable
+from ..registry import guard, register
+from .state import AutocastExit, AutocastState, set_trace, start
 
 _AUTOCAST = torch.amp.autocast_mode.autocast
-
-
-@dataclass(frozen=True)
-class AutocastState:
-    """The CPU autocast state: enabled, the lower-precision dtype, the weight-cache flag."""
-
-    enabled: bool
-    dtype: torch.dtype
-    cache: bool
-
-    def describe(self) -> str:
-        return f"{'on' if self.enabled else 'off'} {str(self.dtype).removeprefix('torch.')}"
-
-
-@dataclass(frozen=True)
-class AutocastTrace:
-    """The capture's autocast record (Note [Autocast in the trace])."""
-
-    ambient: AutocastState  # the real state when the capture started (guarded)
-    state: AutocastState    # the traced state now
-    graph_open: tuple = ()  # `_enter_autocast` nodes not exited in the graph yet, outermost first
-    entered: tuple = ()     # (enter node, AutocastExit) of blocks the trace entered, still open
-    popped: tuple = ()      # AutocastExit of blocks entered before the capture that the trace exited
-
-
-def _real_state() -> AutocastState:
-    return AutocastState(torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"),
-                         torch.is_autocast_cache_enabled())
-
-
-def _set_real(state: AutocastState, cache: bool) -> None:
-    torch.set_autocast_enabled("cpu", state.enabled)
-    torch.set_autocast_dtype("cpu", state.dtype)
-    torch.set_autocast_cache_enabled(cache)
-
-
-def start(output, location: str) -> AutocastTrace:
-    """The capture's record, made on first use: reads and guards the ambient state (op
-    dtypes and the queries' answers depend on it) and turns the real weight cache off."""
-    trace = output.autocast
-    if trace is None:
-        ambient = _real_state()
-        for fn, args, value in ((torch.is_autocast_enabled, ("cpu",), ambient.enabled),
-                                (torch.get_autocast_dtype, ("cpu",), ambient.dtype),
-                                (torch.is_autocast_cache_enabled, (), ambient.cache)):
-            output.add_guard(Guard(GuardKind.CONSTANT_MATCH, StateQuerySource(ObjectSource(fn), args), value, location))
-        torch.set_autocast_cache_enabled(False)
-        trace = AutocastTrace(ambient, ambient)
-        output.set_autocast(trace)
-    return trace
-
-
-def set_trace(output, trace: AutocastTrace | None) -> None:
-    """Make `trace` the capture's record (a new state, or a checkpoint's) and the real
-    state follow it; None puts the ambient state back."""
-    previous = output.autocast
-    output.set_autocast(trace)
-    if trace is not None:
-        _set_real(trace.state, False)
-    elif previous is not None:
-        _set_real(previous.ambient, previous.ambient.cache)
-
-
-def end_tracing(output) -> None:
-    """Put the real state back to the ambient one (the end of `OutputGraph.tracing()`)."""
-    if output.autocast is not None:
-        _set_real(output.autocast.ambient, output.autocast.ambient.cache)
-
-
-def close_graph(output) -> None:
-    """Exit the graph's open autocast nodes, innermost first, before its output node."""
-    trace = output.autocast
-    if trace is not None:
-        for node in reversed(trace.graph_open):
-            output.root_graph.call_function(_exit_autocast, (node,))
-
-
-def emit_real_transitions(cg, output, at_break: bool) -> None:
-    """Residual code after the graph: the real exits of blocks entered before the capture
-    that the trace left, then (at a break) the real enters of the blocks still open."""
-    trace = output.autocast
-    if trace is None:
-        return
-    for exit_ in trace.popped:
-        cg.push_null()
-        cg.load_const(exit_)
-        for _ in range(3):
-            cg.load_const(None)
-        cg.call_and_pop(3)
-    if at_break:
-        for _, exit_ in trace.entered:
-            cg.push_null()
-            cg.load_const(enter_autocast_block)
-            cg.load_const(exit_)
-            cg.call_and_pop(1)
-
-
-class AutocastExit:
-    """The `__exit__` of an autocast block, handed to a resume function at a graph break:
-    leaves the block's `state` for `prior` (as `torch.autocast.__exit__` does)."""
-
-    __slots__ = ("state", "prior")
-
-    def __init__(self, state: AutocastState, prior: AutocastState):
-        self.state = state
-        self.prior = prior
-
-    def __call__(self, *exc_info) -> bool:
-        if torch.autocast_decrement_nesting() == 0:
-            torch.clear_autocast_cache()
-        _set_real(self.prior, self.prior.cache)
-        return False
-
-    def __repr__(self) -> str:
-        return f"<exit of autocast cpu {self.state.describe()} to {self.prior.describe()}>"
-
-
-def enter_autocast_block(exit_: AutocastExit) -> None:
-    """Enter for real the block `exit_` leaves (residual code at a break inside it)."""
-    torch.set_autocast_enabled("cpu", exit_.state.enabled)
-    torch.set_autocast_dtype("cpu", exit_.state.dtype)
-    torch.autocast_increment_nesting()
-    torch.set_autocast_cache_enabled(exit_.state.cache)
 
 
 class AutocastVariable(VariableTracker):
