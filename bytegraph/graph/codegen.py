@@ -39,7 +39,7 @@ class PyCodegen:
         # a break] in translate/breaks.py).
         self.frame_cells: dict = {}
         self.frame_cell_writes: dict = {}
-        self.hooks_emitted = False  # Note [Hook replay] in vars/tensor_hooks.py
+        self.hooks_emitted = False  # Note [Hook replay] in vars/hooks/tensor.py
 
     def unbind_locals_except(self, keep) -> None:
         """Here, unbind every local that the code before this point stored, except `keep`

@@ -81,7 +81,7 @@ class OutputGraph:
         self.guard_aliases = 0   # guard-local alias numbers (`next_guard_alias`)
         self.open_generators: list = []  # generators suspended inside try/with (translate/generators.py)
         self.generator_holders: dict = {}  # id(open generator) -> its last witness (translate/generators.py)
-        self.intermediate_hooks = None  # the slot of hooks on graph tensors (vars/intermediate_hooks.py)
+        self.intermediate_hooks = None  # the slot of hooks on graph tensors (vars/hooks/intermediate.py)
         self.grad_flags: dict = {}  # id(fake) -> fake whose requires_grad the trace set (vars/requires_grad.py)
         self.contexts: list = []  # the contextvars Contexts being run, innermost last (vars/context_vars.py)
         self._unguarded: set = set()  # sources of inputs the residual code makes (never guarded)
@@ -110,7 +110,7 @@ class OutputGraph:
         self.autocast = trace
 
     def set_intermediate_hooks(self, slot) -> None:
-        """Make `slot` the capture's intermediate-hook slot tracker (vars/intermediate_hooks.py)."""
+        """Make `slot` the capture's intermediate-hook slot tracker (vars/hooks/intermediate.py)."""
         self.intermediate_hooks = slot
 
     # ---- speculation (Note [Checkpoints]) ----------------------------------------------

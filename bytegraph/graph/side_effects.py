@@ -102,7 +102,7 @@ class SideEffects:
         self.positioned: list = []     # iterators made during tracing, positioned after the replay
         self.calls: list = []          # (fn, args, kwargs) replayed after the stores (Note [Replayed calls])
         self._calls_allowed: set = set()  # scopes whose recorded calls are the caller's business
-        self.hooks: list = []          # tensor hook registrations and removals (vars/tensor_hooks.py)
+        self.hooks: list = []          # tensor hook registrations and removals (vars/hooks/tensor.py)
 
     # ---- the barrier -------------------------------------------------------------------
     def mutate(self, vt, replay: bool = True) -> None:
@@ -222,7 +222,7 @@ class SideEffects:
 
     def record_hook(self, record) -> None:
         """A tensor hook registered or removed (a `HookRecord`): refused inside a speculation
-        scope, undoable, replayed first (Note [Hook replay] in vars/tensor_hooks.py)."""
+        scope, undoable, replayed first (Note [Hook replay] in vars/hooks/tensor.py)."""
         if self.current_scope:
             self._refuse("a tensor hook")
         self.hooks.append(record)

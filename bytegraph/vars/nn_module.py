@@ -46,7 +46,7 @@ from .constant import ConstantVariable
 from .containers import DictVariable, TupleVariable
 from .functions import BoundMethodVariable, bind_arguments
 from .lazy_int import wrap_int
-from .module_hooks import REGISTRATION_METHODS, break_on_backward_hooks, registration_break
+from .hooks.module import REGISTRATION_METHODS, break_on_backward_hooks, registration_break
 from .class_lookup import class_dict_source, class_lookup
 from .objects import DELETED, UserObjectVariable
 from .registry import register
@@ -164,7 +164,7 @@ class NNModuleVariable(UserObjectVariable):
             if name in _TREE_METHODS and cls_attr is getattr(torch.nn.Module, name):
                 return ModuleMethodVariable(self, name)
             if name in REGISTRATION_METHODS and cls_attr is getattr(torch.nn.Module, name):
-                return MethodOfVariable(self, name)  # its call breaks (vars/module_hooks.py)
+                return MethodOfVariable(self, name)  # its call breaks (vars/hooks/module.py)
             if name != "forward" or not self.call_checked:  # Note [Module call guard] covers forward
                 # an instance attribute set later would shadow the class attribute
                 tx.output.add_guard(Guard(GuardKind.NOT_PRESENT, self.dict_src, name, tx.guard_location()))

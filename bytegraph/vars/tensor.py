@@ -23,10 +23,10 @@ from .registry import register
 from .requires_grad import set_requires_grad
 from .scalar_reads import read_scalar
 from .symbolic import tensor_metadata
-from .tensor_hooks import HOOK_METHODS, register_tensor_hook
+from .hooks.tensor import HOOK_METHODS, register_tensor_hook
 from .tensor_scalar_args import rewrite_method
 from . import factory
-from .intermediate_hooks import register_hook
+from .hooks.intermediate import register_hook
 
 # Attributes whose value only depends on what the tensor guard pins.
 _METADATA_ATTRS = frozenset({

@@ -25,7 +25,7 @@ from .functions import UserFunctionVariable
 from .registry import guard, register
 from .tensor_scalar_args import rewrite_function
 from .autocast.trackers import SPECIAL as AUTOCAST_SPECIAL, state_query
-from .module_hooks import MODULE_HOOK_SPECIAL
+from .hooks.module import MODULE_HOOK_SPECIAL
 from .torch_contexts import null_context
 from .torch_op_rule import NOT_GRAPH_OPS, graph_target, missing_fake_kernel, op_name
 from . import factory
@@ -339,7 +339,7 @@ def _guarded_query(fn):
 
 SPECIAL = {
     **AUTOCAST_SPECIAL,  # torch.autocast blocks and the autocast state queries
-    **MODULE_HOOK_SPECIAL,  # registering a global module hook: a graph break (vars/module_hooks.py)
+    **MODULE_HOOK_SPECIAL,  # registering a global module hook: a graph break (vars/hooks/module.py)
     # Global state torch's and libraries' code asks about: functorch transforms (vmap, grad)
     # active, a CUDA graph being captured.
     torch._C._are_functorch_transforms_active: _guarded_query(torch._C._are_functorch_transforms_active),

@@ -77,7 +77,7 @@ NOT_GRAPH_OPS = {
     # Tensor methods torch.overrides lists, called unbound (`torch.Tensor.item(x)`): the
     # tensor tracker models what they do (vars/tensor.py), a graph node would not.
     torch.Tensor.backward: "it runs autograd (compiled autograd traces it, runtime/compiled_autograd.py)",
-    torch.Tensor.register_hook: "it registers a hook (vars/tensor_hooks.py)",
+    torch.Tensor.register_hook: "it registers a hook (vars/hooks/tensor.py)",
     torch.Tensor.item: "its result is tensor data (data-dependent)",
     torch.Tensor.tolist: "its result is tensor data (data-dependent)",
     torch.Tensor.numpy: "its result is a NumPy array sharing the tensor's memory",

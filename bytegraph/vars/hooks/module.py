@@ -25,8 +25,8 @@ from __future__ import annotations
 import torch
 from torch.nn.modules import module as _module_mod
 
-from ..guards.sources import GuardExpressionSource, ObjectSource
-from ..guards.guard import Guard, GuardKind
+from ...guards.sources import GuardExpressionSource, ObjectSource
+from ...guards.guard import Guard, GuardKind
 
 REGISTRATION_METHODS = frozenset(name for name in dir(torch.nn.Module)
                                  if name.startswith(("register_", "_register_")) and name.endswith("hook"))

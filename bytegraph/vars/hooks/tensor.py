@@ -39,12 +39,12 @@ import operator
 
 from torch.utils.hooks import RemovableHandle
 
-from ..guards.guard import GuardKind
-from ..guards.sources import AttrSource
-from .base import MethodOfVariable, VariableTracker
-from .constant import ConstantVariable
-from .lazy_int import UnpinnedIntVariable, wrap_int
-from .registry import guard, register
+from ...guards.guard import GuardKind
+from ...guards.sources import AttrSource
+from ..base import MethodOfVariable, VariableTracker
+from ..constant import ConstantVariable
+from ..lazy_int import UnpinnedIntVariable, wrap_int
+from ..registry import guard, register
 
 HOOK_METHODS = frozenset({"register_hook", "register_post_accumulate_grad_hook"})
 _HANDLE_METHODS = frozenset({"remove", "__enter__", "__exit__"})

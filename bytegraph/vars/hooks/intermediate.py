@@ -23,10 +23,10 @@ from __future__ import annotations
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from ..guards.sources import HOOKS_SLOT_LOCAL, IntermediateHookTokenSource, IntermediateHooksSource
-from .base import REPLAY_OBJECT, MethodOfVariable, VariableTracker
-from .constant import ConstantVariable
-from ..ops.hooks import IntermediateHooks, hook_op
+from ...guards.sources import HOOKS_SLOT_LOCAL, IntermediateHookTokenSource, IntermediateHooksSource
+from ..base import REPLAY_OBJECT, MethodOfVariable, VariableTracker
+from ..constant import ConstantVariable
+from ...ops.hooks import IntermediateHooks, hook_op
 
 
 
