@@ -120,3 +120,16 @@ def test_the_checker_finds_a_cycle(tmp_path, monkeypatch):
     (package / "b.py").write_text("def f():\n    from .a import thing\n")
     monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
     assert _cycles(_modules("pkg")) == [["pkg.a", "pkg.b"]]
+
+
+def test_the_vars_manifest_imports_every_module():
+    """`bytegraph/vars/__init__.py` names every module of the package in its imports, so each
+    kind's builder, handler and factory is registered before the first capture, whichever
+    module a caller imports first."""
+    modules = _modules("bytegraph")
+    manifest = "bytegraph.vars"
+    named = {target for target, _, _ in _imports(manifest, modules[manifest], modules)}
+    missing = sorted(m for m in modules if m.startswith(manifest + ".") and m not in named
+                     and not any(m.startswith(p + ".") and modules[p].name == "__init__.py" and p in named
+                                 for p in modules))
+    assert not missing, f"modules bytegraph/vars/__init__.py does not import: {missing}"

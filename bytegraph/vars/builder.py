@@ -22,7 +22,6 @@ import torch
 from ..guards.guard import Guard, GuardKind
 from ..guards.sources import ContainerOfSource, EnumerateCountSource, ItemSource, IteratorIndexSource, IteratorSeqSource, MethodResultSource, ObjectSource, container_of
 from . import registry
-from . import classes, code_object, constant, functions, keyed_dicts, locks, lru_cache, nn_module, objects, tensor, torch_functions  # noqa: F401  (their builders)
 from .typing_forms import TYPING_FORMS
 from .factory import provides
 from .base import VariableTracker
