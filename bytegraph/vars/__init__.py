@@ -2,7 +2,7 @@
 
 The package is built in floors, each importing only from the floors below it (no module
 reaches back up: tests/test_import_cycles.py):
-- the protocol: `factory` (making a value of another kind: functions that look the kind up
+- the protocol: `context` (what a tracker may ask of the capture: `TraceContext`), `factory` (making a value of another kind: functions that look the kind up
   at call time), `registry` (builders by type, builtin handlers), `base` (the tracker and
   its slots), `object_protocol` (the slots' generic fallbacks), `class_lookup`;
 - the kinds, one module each (`constant`, `containers`, `iterators`, `tensor`, `objects`,
@@ -16,7 +16,7 @@ handler, factory and polyfill is registered before the first capture. A new kind
 new module, registered here and in the tables it fills.
 """
 from . import (autocast, autograd_function, autograd_ops, base, builder, builtin_methods, builtins,  # noqa: F401
-               class_lookup, classes, code_object, constant, constant_results, construction,
+               class_lookup, classes, code_object, constant, constant_results, construction, context,
                container_subclass, containers, context_vars, counter, dataclass_fields, deque, dict_keys,
                dict_subclass, dict_views, dunders, environ, exceptions, factory, function_ctx, functions,
                globals_dict, hooks, hops, iterators, keyed_dicts, lazy_int, lazy_list, locks, logging_calls,

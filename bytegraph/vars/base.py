@@ -40,6 +40,7 @@ from __future__ import annotations
 import types
 
 from . import factory, object_protocol
+from .context import TraceContext
 
 # Note [Speculation scopes]
 # Every tracker records the scope it was made in: 0 is the top level of the capture; the
@@ -132,64 +133,64 @@ class VariableTracker:
     def as_python_constant(self):
         raise NotImplementedError(f"{type(self).__name__} is not a Python constant")
 
-    def var_getattr(self, tx, name: str) -> "VariableTracker":
+    def var_getattr(self, tx: TraceContext, name: str) -> "VariableTracker":
         tx.unsupported(f"attribute '{name}' of {self.describe()}", category="unsupported attribute")
 
-    def call_function(self, tx, args: list, kwargs: dict) -> "VariableTracker":
+    def call_function(self, tx: TraceContext, args: list, kwargs: dict) -> "VariableTracker":
         tx.unsupported(f"calling {self.describe()}", category="unsupported call")
 
-    def store_attr(self, tx, name: str, value: "VariableTracker") -> None:
+    def store_attr(self, tx: TraceContext, name: str, value: "VariableTracker") -> None:
         """`obj.name = value` (STORE_ATTR, setattr): record it, visible to later reads."""
         tx.unsupported(f"setting attribute '{name}' of {self.describe()}", category="side effect")
 
-    def delete_attr(self, tx, name: str) -> None:
+    def delete_attr(self, tx: TraceContext, name: str) -> None:
         """`del obj.name` (DELETE_ATTR, delattr)."""
         tx.unsupported(f"deleting attribute '{name}' of {self.describe()}", category="side effect")
 
-    def call_method(self, tx, name: str, args: list, kwargs: dict) -> "VariableTracker":
+    def call_method(self, tx: TraceContext, name: str, args: list, kwargs: dict) -> "VariableTracker":
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
-    def unpack(self, tx) -> list:
+    def unpack(self, tx: TraceContext) -> list:
         """The items of an iterable value, for unpacking and unrolled loops."""
         tx.unsupported(f"iterating over {self.describe()}", category="unsupported iteration")
 
-    def iterate(self, tx):
+    def iterate(self, tx: TraceContext):
         """`iter(value)` at trace time: an iterator tracker."""
         return factory.iterator_over(self.unpack(tx))
 
-    def reverse_iterate(self, tx):
+    def reverse_iterate(self, tx: TraceContext):
         """`reversed(value)` at trace time: an iterator tracker."""
         return factory.iterator_over(list(reversed(self.unpack(tx))))
 
-    def next_item(self, tx) -> "VariableTracker | None":
+    def next_item(self, tx: TraceContext) -> "VariableTracker | None":
         """`next(iterator)`: the next item, or None when exhausted (iterators only)."""
         tx.unsupported(f"iterating over {self.describe()}", category="unsupported iteration")
 
-    def truth(self, tx) -> bool:
+    def truth(self, tx: TraceContext) -> bool:
         """`bool(value)` at trace time; data-dependent values break."""
         tx.unsupported(f"truth value of {self.describe()}", category="data-dependent")
 
-    def len_impl(self, tx) -> "VariableTracker":
+    def len_impl(self, tx: TraceContext) -> "VariableTracker":
         """`len(value)`."""
         return object_protocol.generic_len(tx, self)
 
-    def contains_impl(self, tx, item: "VariableTracker") -> "VariableTracker":
+    def contains_impl(self, tx: TraceContext, item: "VariableTracker") -> "VariableTracker":
         """`item in value`."""
         return object_protocol.generic_contains(tx, self, item)
 
-    def getitem_impl(self, tx, key: "VariableTracker") -> "VariableTracker":
+    def getitem_impl(self, tx: TraceContext, key: "VariableTracker") -> "VariableTracker":
         """`value[key]` (BINARY_SUBSCR, `operator.getitem`)."""
         return object_protocol.generic_getitem(tx, self, key)
 
-    def setitem_impl(self, tx, key: "VariableTracker", value: "VariableTracker") -> None:
+    def setitem_impl(self, tx: TraceContext, key: "VariableTracker", value: "VariableTracker") -> None:
         """`value[key] = item` (STORE_SUBSCR, `operator.setitem`)."""
         self.call_method(tx, "__setitem__", [key, value], {})
 
-    def hasattr_impl(self, tx, name: str) -> bool:
+    def hasattr_impl(self, tx: TraceContext, name: str) -> bool:
         """`hasattr(value, name)`, guarded where the answer comes from a real object."""
         tx.unsupported(f"hasattr() on {self.describe()}", category="unsupported builtin")
 
-    def key_impl(self, tx):
+    def key_impl(self, tx: TraceContext):
         """The hashable Python value standing for this value as a dict key or set member
         (its hash and equality)."""
         if not self.is_python_constant():
@@ -200,11 +201,11 @@ class VariableTracker:
         """The items of a tuple or list tracker (`out=(a, b)` of an op), None for other kinds."""
         return None
 
-    def as_kwargs(self, tx) -> dict:
+    def as_kwargs(self, tx: TraceContext) -> dict:
         """`**value` in a call: {name: tracker}."""
         tx.unsupported(f"** unpacking of {self.describe()}", category="unsupported call")
 
-    def enter_with(self, tx) -> tuple:
+    def enter_with(self, tx: TraceContext) -> tuple:
         """`with value:` (BEFORE_WITH): (the exit callable kept on the stack, what
         `__enter__` returned)."""
         enter = self.var_getattr(tx, "__enter__")
@@ -220,7 +221,7 @@ class VariableTracker:
         iterator, the parts of a closure): what rebuilding it rebuilds."""
         return ()
 
-    def as_fx_arg(self, tx):
+    def as_fx_arg(self, tx: TraceContext):
         """This value as an argument of an FX node: a node, a Python constant, or a
         structure of them."""
         return object_protocol.generic_fx_arg(tx, self)
@@ -239,7 +240,7 @@ class VariableTracker:
         """The trackers the replay of this value's writes stores (Note [Replay records])."""
         return (self,)
 
-    def builtin_base_method(self, tx, attr):
+    def builtin_base_method(self, tx: TraceContext, attr):
         """`attr`, a C method of a builtin class in the MRO of this value's type
         (`OrderedDict.keys` on a dict subclass), bound to this value when this kind models
         that base's state; else None."""
@@ -250,7 +251,7 @@ class VariableTracker:
         function, an opaque C function), or None."""
         return None
 
-    def compiled_callee(self, tx):
+    def compiled_callee(self, tx: TraceContext):
         """How a graph-broken call to this value runs compiled by bytegraph: (a user
         function tracker, the tracker it is bound to or None), or None (called as itself)."""
         return None
@@ -294,7 +295,7 @@ class CallableValueVariable(VariableTracker):
     def fixed_callable(self):
         return self.fn
 
-    def truth(self, tx) -> bool:
+    def truth(self, tx: TraceContext) -> bool:
         if hasattr(type(self.fn), "__bool__") or hasattr(type(self.fn), "__len__"):
             return super().truth(tx)
         return True
@@ -326,7 +327,7 @@ class MethodOfVariable(VariableTracker):
     def describe(self) -> str:
         return f"{self.obj.describe()}.{self.name}"
 
-    def call_function(self, tx, args, kwargs):
+    def call_function(self, tx: TraceContext, args, kwargs):
         return self.obj.call_method(tx, self.name, args, kwargs)
 
     def reconstruct(self, cg) -> None:
