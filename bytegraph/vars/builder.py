@@ -21,14 +21,13 @@ import torch
 
 from ..guards.guard import Guard, GuardKind
 from ..guards.sources import ContainerOfSource, EnumerateCountSource, ItemSource, IteratorIndexSource, IteratorSeqSource, MethodResultSource, ObjectSource, container_of
-from . import registry
+from . import keyed_dicts, registry
 from .typing_forms import TYPING_FORMS
 from .factory import provides
 from .base import VariableTracker
 from .classes import ClassVariable
 from .constant import ConstantVariable, constant_sequence, is_constant_value
 from .containers import DictVariable, ListVariable, NamedTupleVariable, SetVariable, SizeVariable, TupleVariable
-from .context_vars import ContextVarVariable
 from .counter import CounterVariable
 from .deque import DequeVariable
 from .dict_keys import fixed_key
@@ -36,7 +35,7 @@ from .dict_views import DictViewVariable
 from .globals_dict import GlobalsDictVariable, is_module_namespace
 from .iterators import EnumerateIteratorVariable, HashedIteratorVariable, SequenceIteratorVariable
 from .lazy_list import LazyListVariable
-from .objects import UserObjectVariable, build_user_object, same_callable_guard
+from .objects import build_user_object, same_callable_guard
 from .registry import guard as _guard, register
 from .symbolic import SYM_TYPES, wrap_symbolic
 from .tensor import TensorVariable

@@ -34,15 +34,13 @@ from .dunders import handles_operator, is_user_instance, user_operator, user_str
 from .dict_views import DictViewVariable, view_operator
 from .exceptions import ExceptionVariable, TracebackVariable
 from .iterators import (EnumerateIteratorVariable, FilterIteratorVariable, IteratorVariable, MapIteratorVariable,
-                        SequenceIteratorVariable,
                         ZipIteratorVariable, iterator_of)
 from .tensor import TensorVariable
 from .objects import InstanceDictVariable
 from .sorting import best_of
 from .construction import new_object
 from .classes import ClassVariable
-from .functions import BaseFunctionVariable, BoundMethodVariable, PartialVariable
-from .classes import ClassVariable
+from .functions import BaseFunctionVariable
 
 class BuiltinVariable(CallableValueVariable):
     """A builtin function or type, or an `operator`/`math` function."""

@@ -18,20 +18,20 @@ import functools
 import types
 
 from ..guards.guard import GuardKind
-from ..guards.sources import AttrSource, ItemSource, ObjectSource
+from ..guards.sources import AttrSource, ObjectSource
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .container_subclass import BaseContainerMethodVariable, is_read_only_base_method
 from .functions import BoundMethodVariable
 from .lazy_int import wrap_int
 from .object_protocol import real_hasattr
-from .class_lookup import MISSING, class_dict_source, class_lookup, is_data_descriptor
+from .class_lookup import MISSING, class_dict_source, class_lookup
 from . import factory
 from .factory import provides
 from .registry import guard, register
 from .containers import TupleVariable
 from .base import MethodOfVariable
-from ..guards.guard import Guard, GuardKind
+from ..guards.guard import Guard
 
 # C callables whose `__get__` binds like a function's (`types.MethodType(attr, obj)`)
 _BINDS_LIKE_A_FUNCTION = (types.FunctionType, functools._lru_cache_wrapper)

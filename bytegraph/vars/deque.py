@@ -18,7 +18,6 @@ from .registry import handles
 from .constant import ConstantVariable
 from .containers import BaseListVariable, TupleVariable, _bounds, _index_or_count
 from .registry import guard, register
-from . import factory
 from .iterators import SequenceIteratorVariable
 
 _MUTATORS = frozenset({"append", "appendleft", "pop", "popleft", "extend", "extendleft", "rotate", "clear",

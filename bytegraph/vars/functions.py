@@ -24,8 +24,6 @@ from .containers import DictVariable, TupleVariable
 from .dict_keys import reconstruct_map
 from .registry import guard, register
 from . import factory
-import functools
-import functools
 from .code_object import CodeVariable
 
 

@@ -313,9 +313,6 @@ class MapIteratorVariable(IteratorVariable):
     def python_type(self) -> type:
         return map
 
-    def children(self):
-        return (self.fn, *self.iterators)
-
     def next_item(self, tx):
         args = []
         for it in self.iterators:
@@ -375,9 +372,6 @@ class ZipIteratorVariable(IteratorVariable):
     def python_type(self) -> type:
         return zip
 
-    def children(self):
-        return self.iterators
-
     def next_item(self, tx):
         items = []
         for i, it in enumerate(self.iterators):
@@ -424,9 +418,6 @@ class EnumerateIteratorVariable(IteratorVariable):
 
     def python_type(self) -> type:
         return enumerate
-
-    def children(self):
-        return (self.iterator,)
 
     def next_item(self, tx):
         item = self.iterator.next_item(tx)

@@ -30,13 +30,12 @@ break it was.
 from __future__ import annotations
 
 import types
-from dataclasses import dataclass, field
 
 import torch
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from ..errors import GraphBreak, TracedRaise
-from ..guards.sources import MadeModuleSource, ObjectSource
+from ..guards.sources import MadeModuleSource
 from . import factory
 from .base import CallableValueVariable
 from .class_lookup import class_lookup

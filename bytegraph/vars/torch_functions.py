@@ -31,8 +31,6 @@ from .torch_op_rule import NOT_GRAPH_OPS, graph_target, missing_fake_kernel, op_
 from . import factory
 from .tensor import TensorVariable
 from .symbolic import is_unbacked
-from .functions import UserFunctionVariable
-from .tensor import TensorVariable
 from .containers import SizeVariable
 from .functions import BaseFunctionVariable
 
