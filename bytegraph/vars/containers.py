@@ -17,7 +17,7 @@ from . import builtin_methods
 from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable, is_constant_value
 from .dict_keys import TrackerKey, has_tracker_keys, key_tracker, reconstruct_map
-from .method_table import dispatch, mutator, no_args, no_arguments, one_arg, row
+from .method_table import dispatch, mutator, no_args, no_arguments, no_kwargs, one_arg, row
 
 # the methods that change the receiver, from the table of builtin methods; OrderedDict's
 # own `move_to_end` reorders it (a DictVariable models OrderedDicts too)
@@ -873,7 +873,7 @@ _SET_METHODS = {
     "pop": row(_set_pop),
     "clear": row(_set_clear),
     "__iter__": row(_iter, when=no_args),
-    **dict.fromkeys(_SET_QUERIES, row(_set_query, when=lambda s, args, kwargs: not kwargs)),
+    **dict.fromkeys(_SET_QUERIES, row(_set_query, when=no_kwargs)),
 }
 
 

@@ -68,5 +68,9 @@ def no_arguments(vt, args, kwargs) -> bool:
     return not args and not kwargs
 
 
+def no_kwargs(vt, args, kwargs) -> bool:
+    return not kwargs
+
+
 def one_arg(vt, args, kwargs) -> bool:
     return len(args) == 1
