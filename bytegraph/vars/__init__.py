@@ -2,7 +2,8 @@
 
 The package is built in floors, each importing only from the floors below it (no module
 reaches back up: tests/test_import_cycles.py):
-- the protocol: `context` (what a tracker may ask of the capture: `TraceContext`), `factory` (making a value of another kind: functions that look the kind up
+- the protocol: `context` (what a tracker may ask of the capture: `TraceContext`), `method_table`
+  (a kind's methods as a table of rows), `factory` (making a value of another kind: functions that look the kind up
   at call time), `registry` (builders by type, builtin handlers), `base` (the tracker and
   its slots), `object_protocol` (the slots' generic fallbacks), `class_lookup`;
 - the kinds, one module each (`constant`, `containers`, `iterators`, `tensor`, `objects`,
@@ -20,7 +21,7 @@ from . import (autocast, autograd_function, autograd_ops, base, builder, builtin
                container_subclass, containers, context_vars, counter, dataclass_fields, deque, dict_keys,
                dict_subclass, dict_views, dunders, environ, exceptions, factory, function_ctx, functions,
                globals_dict, hooks, hops, iterators, keyed_dicts, lazy_int, lazy_list, locks, logging_calls,
-               lru_cache, made_modules, mappings, namedtuples, nn_module, numpy_calls, object_protocol,
+               lru_cache, made_modules, mappings, method_table, namedtuples, nn_module, numpy_calls, object_protocol,
                objects, polyfills, registry, requires_grad, scalar_reads, signatures, sorting, super_object,
                symbolic, tensor, tensor_scalar_args, torch_contexts, torch_functions, torch_op_rule,
                trace_rules, typing_forms)

@@ -24,6 +24,7 @@ from .constant import ConstantVariable
 from .container_subclass import BaseContainerMethodVariable, is_read_only_base_method
 from .functions import BoundMethodVariable
 from .lazy_int import wrap_int
+from .method_table import dispatch, no_args, one_arg, row
 from .object_protocol import real_hasattr
 from .class_lookup import MISSING, class_dict_source, class_lookup
 from . import factory
@@ -161,11 +162,35 @@ class ClassVariable(VariableTracker):
         return f"class {self.cls.__qualname__}"
 
 
+def _class_dict_get(tx, d, name, args, kwargs) -> VariableTracker:
+    if args[0].is_python_constant() and args[0].as_python_constant() not in d._keys(tx):
+        return args[1] if len(args) == 2 else ConstantVariable(None)
+    return d._item(tx, args[0])
+
+
+def _class_dict_contains(tx, d, name, args, kwargs) -> VariableTracker:
+    return ConstantVariable(args[0].as_python_constant() in d._keys(tx))
+
+
+def _class_dict_keys(tx, d, name, args, kwargs) -> VariableTracker:
+
+    return TupleVariable([ConstantVariable(k) for k in d._keys(tx)])
+
+
 class ClassDictVariable(VariableTracker):
     """`cls.__dict__` (a read-only mappingproxy): items are read, and guarded, one by one
     through `cls.__dict__[key]`; which keys exist is guarded when tracing asks."""
 
     __slots__ = ("cls",)
+    # the mappingproxy's methods (called with no keyword arguments)
+    METHODS = {
+        "__getitem__": row(lambda tx, d, name, args, kwargs: d._item(tx, args[0]), when=one_arg),
+        "get": row(_class_dict_get, when=lambda d, args, kwargs: len(args) in (1, 2)),
+        "__contains__": row(_class_dict_contains,
+                            when=lambda d, args, kwargs: len(args) == 1 and args[0].is_python_constant()),
+        "keys": row(_class_dict_keys, when=no_args),
+        "__len__": row(lambda tx, d, name, args, kwargs: ConstantVariable(len(d._keys(tx))), when=no_args),
+    }
 
     def __init__(self, cls: type):
         super().__init__(AttrSource(ObjectSource(cls), "__dict__"))
@@ -191,26 +216,18 @@ class ClassDictVariable(VariableTracker):
         return [ConstantVariable(k) for k in self._keys(tx)]
 
     def var_getattr(self, tx, name):
-        if name in ("__getitem__", "get", "__contains__", "keys", "__len__"):
+
+        if name in self.METHODS:
             return MethodOfVariable(self, name)
         return super().var_getattr(tx, name)
 
     def call_method(self, tx, name, args, kwargs):
         if kwargs:
             return super().call_method(tx, name, args, kwargs)
-        if name == "__getitem__" and len(args) == 1:
-            return self._item(tx, args[0])
-        if name == "get" and len(args) in (1, 2):
-            if args[0].is_python_constant() and args[0].as_python_constant() not in self._keys(tx):
-                return args[1] if len(args) == 2 else ConstantVariable(None)
-            return self._item(tx, args[0])
-        if name == "__contains__" and len(args) == 1 and args[0].is_python_constant():
-            return ConstantVariable(args[0].as_python_constant() in self._keys(tx))
-        if name == "keys" and not args:
-            return TupleVariable([ConstantVariable(k) for k in self._keys(tx)])
-        if name == "__len__" and not args:
-            return ConstantVariable(len(self._keys(tx)))
-        tx.unsupported(f"{name}() of {self.describe()}", category="unsupported call")
+        result = dispatch(tx, self, self.METHODS, name, args, kwargs)
+        if result is None:
+            tx.unsupported(f"{name}() of {self.describe()}", category="unsupported call")
+        return result
 
     def describe(self) -> str:
         return f"{self.cls.__qualname__}.__dict__"

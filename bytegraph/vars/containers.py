@@ -21,12 +21,11 @@ from .constant import ConstantVariable, is_constant_value
 from .dict_keys import TrackerKey, has_tracker_keys, key_tracker, reconstruct_map
 from . import factory
 from .sorting import sort_in_place
+from .method_table import dispatch, mutator, no_args, no_arguments, no_kwargs, one_arg, row
 
-# the methods that change the receiver, from the table of builtin methods
-_LIST_MUTATORS = builtin_methods.mutators(list)
-# OrderedDict's own `move_to_end` reorders it (a DictVariable models OrderedDicts too)
+# the methods that change the receiver, from the table of builtin methods; OrderedDict's
+# own `move_to_end` reorders it (a DictVariable models OrderedDicts too)
 DICT_MUTATORS = builtin_methods.mutators(dict) | {"move_to_end"}
-_SET_MUTATORS = builtin_methods.mutators(set)
 # the set methods that make a new set or a bool from any iterables (the dunder operators take sets)
 _SET_QUERIES = builtin_methods.named_pure(set)
 # the in-place operators a kind implements as a method of its own (`a |= b` is `a.__ior__(b)`)
@@ -90,12 +89,45 @@ def _flat_constant(vt) -> bool:
     return type(value) in (list, set) and all(is_constant_value(v) for v in value)
 
 
+def _search(tx, seq, name, args, kwargs) -> VariableTracker:
+    return _index_or_count(tx, seq, name, args[0], *_bounds(tx, args[1:]))
+
+
+def _length(tx, seq, name, args, kwargs) -> VariableTracker:
+    return ConstantVariable(len(seq.items))
+
+
+def _contains(tx, vt, name, args, kwargs) -> VariableTracker:
+    return vt.contains_impl(tx, args[0])
+
+
+def _getitem(tx, vt, name, args, kwargs) -> VariableTracker:
+    return vt.getitem_impl(tx, args[0])
+
+
+def _iter(tx, vt, name, args, kwargs) -> VariableTracker:
+    return vt.iterate(tx)
+
+
+def _reversed(tx, vt, name, args, kwargs) -> VariableTracker:
+    return vt.reverse_iterate(tx)
+
+
 class BaseListVariable(VariableTracker):
     """Shared behaviour of tuple-like and list-like trackers (`items` is a Python list)."""
 
     __slots__ = ("items",)
     build_opcode = "BUILD_TUPLE"
     rebuilt_as_new_object = True
+    METHODS = {
+        "count": row(_search, when=lambda seq, args, kwargs: len(args) == 1 and not kwargs),
+        "index": row(_search, when=lambda seq, args, kwargs: 1 <= len(args) <= 3 and not kwargs),
+        "__len__": row(_length),
+        "__contains__": row(_contains, when=one_arg),
+        "__getitem__": row(_getitem, when=one_arg),
+        "__iter__": row(_iter, when=no_args),
+        "__reversed__": row(_reversed, when=lambda seq, args, kwargs: not args and issubclass(seq.python_type(), list)),
+    }
 
     def __init__(self, items, source=None):
         super().__init__(source)
@@ -155,19 +187,8 @@ class BaseListVariable(VariableTracker):
         return super().var_getattr(tx, name)
 
     def call_method(self, tx, name, args, kwargs):
-        if (name == "count" and len(args) == 1 or name == "index" and 1 <= len(args) <= 3) and not kwargs:
-            return _index_or_count(tx, self, name, args[0], *_bounds(tx, args[1:]))
-        if name == "__len__":
-            return ConstantVariable(len(self.items))
-        if name == "__contains__" and len(args) == 1:
-            return self.contains_impl(tx, args[0])
-        if name == "__getitem__" and len(args) == 1:
-            return self.getitem_impl(tx, args[0])
-        if name == "__iter__" and not args:
-            return self.iterate(tx)
-        if name == "__reversed__" and not args and issubclass(self.python_type(), list):
-            return self.reverse_iterate(tx)
-        return unmodelled_method(tx, self, name, args, kwargs)
+        result = dispatch(tx, self, self.METHODS, name, args, kwargs)
+        return result if result is not None else unmodelled_method(tx, self, name, args, kwargs)
 
     def builtin_base_method(self, tx, attr):
         """`list.index(l, x)`, `tuple.count(t, x)`: bound to this value."""
@@ -199,6 +220,9 @@ class SizeVariable(TupleVariable):
 
     __slots__ = ()
     rebuilt_as_new_object = False
+    METHODS = {**TupleVariable.METHODS,
+               "numel": row(lambda tx, size, name, args, kwargs: ConstantVariable(size.as_python_constant().numel()),
+                            when=no_args)}
 
     def as_fx_arg(self, tx):
         if any(item.is_symbolic() for item in self.items):
@@ -207,11 +231,6 @@ class SizeVariable(TupleVariable):
 
     def python_type(self) -> type:
         return torch.Size
-
-    def call_method(self, tx, name, args, kwargs):
-        if name == "numel" and not args:
-            return ConstantVariable(self.as_python_constant().numel())
-        return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, cg) -> None:
         if any(item.is_symbolic() for item in self.items):
@@ -227,10 +246,21 @@ class SizeVariable(TupleVariable):
 _NAMEDTUPLE_MACHINERY = frozenset({"_make", "_replace", "_asdict", "__repr__", "__getnewargs__", "__new__"})
 
 
+def _replace(tx, nt, name, args, kwargs) -> VariableTracker:
+    return NamedTupleVariable([kwargs.get(f, item) for f, item in zip(nt._fields(), nt.items)], nt.tuple_cls)
+
+
+def _asdict(tx, nt, name, args, kwargs) -> VariableTracker:
+    return DictVariable(dict(zip(nt._fields(), nt.items)))
+
+
 class NamedTupleVariable(TupleVariable):
     """A namedtuple or a torch.return_types structseq; fields readable by name."""
 
     __slots__ = ("tuple_cls",)
+    METHODS = {**TupleVariable.METHODS,
+               "_replace": row(_replace, when=lambda nt, args, kwargs: not args and set(kwargs) <= set(nt._fields())),
+               "_asdict": row(_asdict, when=no_arguments)}
 
     def __init__(self, items, tuple_cls, source=None):
         super().__init__(items, source)
@@ -260,15 +290,6 @@ class NamedTupleVariable(TupleVariable):
             return factory.bind_class_attribute(tx, self, owner, name, attr, src)  # methods, properties
         return super().var_getattr(tx, name)
 
-    def call_method(self, tx, name, args, kwargs):
-        fields = list(self._fields())
-        if name == "_replace" and not args and set(kwargs) <= set(fields):
-            return NamedTupleVariable([kwargs.get(f, item) for f, item in zip(fields, self.items)],
-                                      self.tuple_cls)
-        if name == "_asdict" and not args and not kwargs:
-            return DictVariable(dict(zip(fields, self.items)))
-        return super().call_method(tx, name, args, kwargs)
-
     def reconstruct(self, cg) -> None:
         if self.source is not None:
             super().reconstruct(cg)
@@ -285,11 +306,113 @@ class NamedTupleVariable(TupleVariable):
 
 
 
+def _list_append(tx, lst, name, args, kwargs) -> VariableTracker:
+    items = lst.items
+    items.append(args[0])
+    return ConstantVariable(None)
+
+
+def _list_extend(tx, lst, name, args, kwargs) -> VariableTracker:
+    items = lst.items
+    items.extend(args[0].unpack(tx) if not isinstance(args[0], list) else args[0])
+    return ConstantVariable(None)
+
+
+def _list_iadd(tx, lst, name, args, kwargs) -> VariableTracker:
+    _list_extend(tx, lst, name, args, kwargs)
+    return lst
+
+
+def _list_imul(tx, lst, name, args, kwargs) -> VariableTracker:
+    items = lst.items
+    items[:] = items * args[0].as_python_constant()
+    return lst
+
+
+def _list_insert(tx, lst, name, args, kwargs) -> VariableTracker:
+    items = lst.items
+    items.insert(args[0].as_python_constant(), args[1])
+    return ConstantVariable(None)
+
+
+def _list_pop(tx, lst, name, args, kwargs) -> VariableTracker:
+    items = lst.items
+    index = args[0].as_python_constant() if args else -1
+    if not items:
+        tx.raise_user_error(IndexError("pop from empty list"))
+    return items.pop(index)
+
+
+def _list_remove(tx, lst, name, args, kwargs) -> VariableTracker:
+    items = lst.items
+    target = args[0]
+    for i, item in enumerate(items):
+        if item is target or (item.is_python_constant() and target.is_python_constant()
+                              and item.as_python_constant() == target.as_python_constant()):
+            del items[i]
+            break
+        if not (item.is_python_constant() and target.is_python_constant()):
+            tx.unsupported("list.remove() of a value the tracer cannot compare", category="unsupported call")
+    else:
+        tx.raise_user_error(ValueError("list.remove(x): x not in list"))
+    return ConstantVariable(None)
+
+
+def _list_clear(tx, lst, name, args, kwargs) -> VariableTracker:
+    items = lst.items
+    items.clear()
+    return ConstantVariable(None)
+
+
+def _list_reverse(tx, lst, name, args, kwargs) -> VariableTracker:
+    items = lst.items
+    items.reverse()
+    return ConstantVariable(None)
+
+
+def _list_sort(tx, lst, name, args, kwargs) -> VariableTracker:
+    items = lst.items
+    reverse = bool(kwargs.get("reverse", ConstantVariable(False)).as_python_constant())
+    key_fn = kwargs.get("key")
+    keyed = [key_fn.call_function(tx, [i], {}) if key_fn is not None else i for i in items]
+    if all(k.is_python_constant() for k in keyed):
+        keys = [k.as_python_constant() for k in keyed]
+        order = sorted(range(len(items)), key=keys.__getitem__, reverse=reverse)
+        items[:] = [items[i] for i in order]
+    else:
+        sort_in_place(tx, items, keyed, reverse)
+    return ConstantVariable(None)
+
+
+def _list_setitem(tx, lst, name, args, kwargs) -> VariableTracker:
+    items = lst.items
+    key = args[0].as_python_constant()
+    if isinstance(key, slice):
+        items[key] = args[1].unpack(tx)
+    else:
+        items[key] = args[1]
+    return ConstantVariable(None)
+
+
+def _list_delitem(tx, lst, name, args, kwargs) -> VariableTracker:
+    items = lst.items
+    del items[args[0].as_python_constant()]
+    return ConstantVariable(None)
+
+
 class ListVariable(BaseListVariable):
     __slots__ = ()
     identity_tracked = True
     build_opcode = "BUILD_LIST"
     inplace_methods = frozenset({"__imul__"})
+    METHODS = {
+        **BaseListVariable.METHODS,
+        "append": mutator(_list_append), "extend": mutator(_list_extend), "__iadd__": mutator(_list_iadd),
+        "__imul__": mutator(_list_imul), "insert": mutator(_list_insert), "pop": mutator(_list_pop),
+        "remove": mutator(_list_remove), "clear": mutator(_list_clear), "reverse": mutator(_list_reverse),
+        "sort": mutator(_list_sort), "__setitem__": mutator(_list_setitem), "__delitem__": mutator(_list_delitem),
+        "copy": row(lambda tx, lst, name, args, kwargs: ListVariable(list(lst.items)), when=no_args),
+    }
 
     def python_type(self) -> type:
         return list
@@ -300,68 +423,6 @@ class ListVariable(BaseListVariable):
             self.source.reconstruct(cg)
             cg.load_const(slice(None))
         return [(push, cg.store_subscr)]
-
-    def call_method(self, tx, name, args, kwargs):
-        if name in _LIST_MUTATORS:
-            _check_mutable(tx, self, name)
-            return _mutate_list(tx, self, name, args, kwargs)
-        if name == "copy" and not args:
-            return ListVariable(list(self.items))
-        return super().call_method(tx, name, args, kwargs)
-
-
-def _mutate_list(tx, lst: ListVariable, name, args, kwargs) -> VariableTracker:
-    items = lst.items
-    if name == "append":
-        items.append(args[0])
-    elif name in ("extend", "__iadd__"):
-        items.extend(args[0].unpack(tx) if not isinstance(args[0], list) else args[0])
-        if name == "__iadd__":
-            return lst
-    elif name == "__imul__":
-        items[:] = items * args[0].as_python_constant()
-        return lst
-    elif name == "insert":
-        items.insert(args[0].as_python_constant(), args[1])
-    elif name == "pop":
-        index = args[0].as_python_constant() if args else -1
-        if not items:
-            tx.raise_user_error(IndexError("pop from empty list"))
-        return items.pop(index)
-    elif name == "remove":
-        target = args[0]
-        for i, item in enumerate(items):
-            if item is target or (item.is_python_constant() and target.is_python_constant()
-                                  and item.as_python_constant() == target.as_python_constant()):
-                del items[i]
-                break
-            if not (item.is_python_constant() and target.is_python_constant()):
-                tx.unsupported("list.remove() of a value the tracer cannot compare", category="unsupported call")
-        else:
-            tx.raise_user_error(ValueError("list.remove(x): x not in list"))
-    elif name == "clear":
-        items.clear()
-    elif name == "reverse":
-        items.reverse()
-    elif name == "sort":
-        reverse = bool(kwargs.get("reverse", ConstantVariable(False)).as_python_constant())
-        key_fn = kwargs.get("key")
-        keyed = [key_fn.call_function(tx, [i], {}) if key_fn is not None else i for i in items]
-        if all(k.is_python_constant() for k in keyed):
-            keys = [k.as_python_constant() for k in keyed]
-            order = sorted(range(len(items)), key=keys.__getitem__, reverse=reverse)
-            items[:] = [items[i] for i in order]
-        else:
-            sort_in_place(tx, items, keyed, reverse)
-    elif name == "__setitem__":
-        key = args[0].as_python_constant()
-        if isinstance(key, slice):
-            items[key] = args[1].unpack(tx)
-        else:
-            items[key] = args[1]
-    elif name == "__delitem__":
-        del items[args[0].as_python_constant()]
-    return ConstantVariable(None)
 
 
 def _bounds(tx, args) -> list:
@@ -398,6 +459,102 @@ def _index_or_count(tx, seq, name: str, target, start=0, stop=None) -> VariableT
     tx.raise_user_error(ValueError(f"{what} is not in {seq.python_type().__name__}"))
 
 
+def _dict_setitem(tx, d, name, args, kwargs) -> VariableTracker:
+    items = d.items
+    key = args[0].key_impl(tx)
+    _mutating_keys(tx, d, name, key not in items)
+    items[key] = args[1]
+    return ConstantVariable(None)
+
+
+def _dict_delitem(tx, d, name, args, kwargs) -> VariableTracker:
+    items = d.items
+    if args[0].key_impl(tx) not in items:
+        missing_key_error(tx, d, args[0].key_impl(tx))
+    _mutating_keys(tx, d, name, True)
+    del items[args[0].key_impl(tx)]
+    return ConstantVariable(None)
+
+
+def _dict_pop(tx, d, name, args, kwargs) -> VariableTracker:
+    items = d.items
+    key = args[0].key_impl(tx)
+    if key in items:
+        _mutating_keys(tx, d, name, True)
+        return items.pop(key)
+    if len(args) > 1:
+        return args[1]
+    missing_key_error(tx, d, key)
+
+
+def _dict_setdefault(tx, d, name, args, kwargs) -> VariableTracker:
+    items = d.items
+    key = args[0].key_impl(tx)
+    if key in items:
+        return items[key]
+    _mutating_keys(tx, d, name, True)
+    return items.setdefault(key, args[1] if len(args) > 1 else ConstantVariable(None))
+
+
+def _dict_update(tx, d, name, args, kwargs) -> VariableTracker:
+    items = d.items
+    if len(args) > 1:
+        tx.raise_user_error(TypeError(f"update expected at most 1 argument, got {len(args)}"))
+    new = {}
+    for other in args:
+        new.update(_as_mapping(tx, other))
+    new.update(kwargs)
+    _mutating_keys(tx, d, name, not new.keys() <= items.keys())
+    items.update(new)
+    return ConstantVariable(None)
+
+
+def _dict_ior(tx, d, name, args, kwargs) -> VariableTracker:
+    _dict_update(tx, d, name, args, kwargs)
+    return d
+
+
+def _dict_clear(tx, d, name, args, kwargs) -> VariableTracker:
+    items = d.items
+    _mutating_keys(tx, d, name, bool(items))
+    items.clear()
+    return ConstantVariable(None)
+
+
+def _dict_view(tx, d, name, args, kwargs) -> VariableTracker:
+    return factory.dict_view(d, name)
+
+
+def _dict_get(tx, d, name, args, kwargs) -> VariableTracker:
+    key = args[0].key_impl(tx)
+    default = args[1] if len(args) > 1 else ConstantVariable(None)
+    return d.items.get(key, default)
+
+
+# The dict methods a DictVariable models; those of DICT_MUTATORS pass the barrier only when
+# they change the dict (`_mutating_keys`), so they are ordinary rows.
+_DICT_METHODS = {
+    "__setitem__": row(_dict_setitem),
+    "__delitem__": row(_dict_delitem),
+    "pop": row(_dict_pop),
+    "popitem": row(lambda tx, d, name, args, kwargs: d._popitem(tx, args, kwargs)),
+    "move_to_end": row(lambda tx, d, name, args, kwargs: d._move_to_end(tx, args, kwargs),
+                       when=lambda d, args, kwargs: d.dict_type is not dict),
+    "setdefault": row(_dict_setdefault),
+    "update": row(_dict_update),
+    "__ior__": row(_dict_ior),
+    "clear": row(_dict_clear),
+    **dict.fromkeys(("keys", "values", "items"), row(_dict_view, when=no_arguments)),
+    "get": row(_dict_get),
+    "__contains__": row(lambda tx, d, name, args, kwargs: ConstantVariable(args[0].key_impl(tx) in d.items)),
+    "__len__": row(_length),
+    "__iter__": row(_iter, when=no_args),
+    "__reversed__": row(_reversed, when=no_args),
+    "copy": row(lambda tx, d, name, args, kwargs: d.copy()),
+    "__getitem__": row(_getitem),
+}
+
+
 class DictVariable(VariableTracker):
     """A dict or OrderedDict (defaultdicts: vars/keyed_dicts.py) with constant keys or tensor
     keys (`TrackerKey`, vars/dict_keys.py).
@@ -412,6 +569,7 @@ class DictVariable(VariableTracker):
     inplace_methods = frozenset({"__ior__"})
     #: `==` compares the items (a Counter's missing keys count as zero: not plain)
     plain_equality = True
+    METHODS = _DICT_METHODS
 
     def __init__(self, items: dict, source=None, dict_type=dict):
         super().__init__(source)
@@ -498,82 +656,14 @@ class DictVariable(VariableTracker):
         return super().var_getattr(tx, name)
 
     def call_method(self, tx, name, args, kwargs):
-        if name in DICT_MUTATORS:
-            return self._mutate(tx, name, args, kwargs)
-        items = self.items
-        if name in ("keys", "values", "items") and not args and not kwargs:
-            return factory.dict_view(self, name)
-        if name == "get":
-            key = args[0].key_impl(tx)
-            default = args[1] if len(args) > 1 else ConstantVariable(None)
-            return items.get(key, default)
-        if name == "__contains__":
-            return ConstantVariable(args[0].key_impl(tx) in items)
-        if name == "__len__":
-            return ConstantVariable(len(items))
-        if name == "__iter__" and not args:
-            return self.iterate(tx)
-        if name == "__reversed__" and not args:
-            return self.reverse_iterate(tx)
-        if name == "copy":
-            return self.copy()
-        if name == "__getitem__":
-            return self.getitem_impl(tx, args[0])
-        return unmodelled_method(tx, self, name, args, kwargs)
+        self.items  # every method reads them first: a kind computing them (InstanceDictVariable) guards them here
+        result = dispatch(tx, self, self.METHODS, name, args, kwargs)
+        return result if result is not None else unmodelled_method(tx, self, name, args, kwargs)
 
     def builtin_base_method(self, tx, attr):
         """`dict.get(d, k)`, `dict.__contains__(d, k)`: bound to this value."""
         name = builtin_methods.bound_name(self.python_type(), attr)
         return MethodOfVariable(self, name) if name is not None else None
-
-    def _mutate(self, tx, name, args, kwargs) -> VariableTracker:
-        """The dict methods that change it; each begins with the one mutation hook call."""
-        items = self.items
-        if name == "__setitem__":
-            key = args[0].key_impl(tx)
-            _mutating_keys(tx, self, name, key not in items)
-            items[key] = args[1]
-            return ConstantVariable(None)
-        if name == "__delitem__":
-            if args[0].key_impl(tx) not in items:
-                missing_key_error(tx, self, args[0].key_impl(tx))
-            _mutating_keys(tx, self, name, True)
-            del items[args[0].key_impl(tx)]
-            return ConstantVariable(None)
-        if name == "pop":
-            key = args[0].key_impl(tx)
-            if key in items:
-                _mutating_keys(tx, self, name, True)
-                return items.pop(key)
-            if len(args) > 1:
-                return args[1]
-            missing_key_error(tx, self, key)
-        if name == "popitem":
-            return self._popitem(tx, args, kwargs)
-        if name == "move_to_end" and self.dict_type is not dict:
-            return self._move_to_end(tx, args, kwargs)
-        if name == "setdefault":
-            key = args[0].key_impl(tx)
-            if key in items:
-                return items[key]
-            _mutating_keys(tx, self, name, True)
-            return items.setdefault(key, args[1] if len(args) > 1 else ConstantVariable(None))
-        if name in ("update", "__ior__"):
-            if len(args) > 1:
-                tx.raise_user_error(TypeError(f"update expected at most 1 argument, got {len(args)}"))
-            new = {}
-            for other in args:
-                new.update(_as_mapping(tx, other))
-            new.update(kwargs)
-            _mutating_keys(tx, self, name, not new.keys() <= items.keys())
-            items.update(new)
-            return self if name == "__ior__" else ConstantVariable(None)
-        if name == "clear":
-            _mutating_keys(tx, self, name, bool(items))
-            items.clear()
-            return ConstantVariable(None)
-        return unmodelled_method(tx, self, name, args, kwargs)
-
 
     def _popitem(self, tx, args, kwargs) -> VariableTracker:
         last = True
@@ -665,6 +755,126 @@ def _set_member(tx, vt):
     return key
 
 
+def _set_add(tx, s, name, args, kwargs) -> VariableTracker:
+    items = s.items
+    key = _set_member(tx, args[0])
+    _mutating_keys(tx, s, name, key not in items)
+    items.setdefault(key, args[0])
+    return ConstantVariable(None)
+
+
+def _set_drop(tx, s, name: str, key) -> None:
+    """Member `key` of `s` leaves it."""
+    _mutating_keys(tx, s, name, True)
+    del s.items[key]
+
+
+def _set_discard(tx, s, name, args, kwargs) -> VariableTracker:
+    key = _set_member(tx, args[0])
+    if key in s.items:
+        _set_drop(tx, s, name, key)
+    return ConstantVariable(None)
+
+
+def _set_remove(tx, s, name, args, kwargs) -> VariableTracker:
+    key = _set_member(tx, args[0])
+    if key not in s.items:
+        tx.raise_user_error(KeyError(key))
+    _set_drop(tx, s, name, key)
+    return ConstantVariable(None)
+
+
+def _set_inplace(tx, s, name, args, kwargs) -> VariableTracker:
+    """`s |= t` (`__ior__`, ...): the named update, on sets only."""
+    if not all(issubclass(other.python_type(), (set, frozenset)) for other in args):
+        symbol = {"__ior__": "|=", "__iand__": "&=", "__isub__": "-=", "__ixor__": "^="}[name]
+        tx.raise_user_error(TypeError(f"unsupported operand type(s) for {symbol}: 'set' and "
+                                      f"'{args[0].python_type().__name__}'"))
+    _set_update(tx, s, _SET_INPLACE[name], args, {})
+    return s
+
+
+def _union_step(items: dict, keys: set, new: dict, other: dict) -> set:
+    for k, vt in other.items():
+        if k not in items:
+            new.setdefault(k, vt)
+    return keys
+
+
+def _symmetric_difference_step(items: dict, keys: set, new: dict, other: dict) -> set:
+    new.update((k, vt) for k, vt in other.items() if k not in items)
+    return keys - other.keys()
+
+
+# name -> how one argument of the update changes (the kept keys, the new members), as `set`'s
+_SET_UPDATES = {
+    "update": _union_step,
+    "intersection_update": lambda items, keys, new, other: keys & other.keys(),
+    "difference_update": lambda items, keys, new, other: keys - other.keys(),
+    "symmetric_difference_update": _symmetric_difference_step,
+}
+
+
+def _set_update(tx, s, name, args, kwargs) -> VariableTracker:
+    items = s.items
+    others = [_members(tx, other) for other in args]
+    step = _SET_UPDATES[name]
+    keys = set(items)
+    new = {}
+    for other in others:
+        keys = step(items, keys, new, other)
+    result = {k: vt for k, vt in items.items() if k in keys}
+    result.update(new)
+    _mutating_keys(tx, s, name, result.keys() != items.keys())
+    items.clear()
+    items.update(result)
+    return ConstantVariable(None)
+
+
+def _set_pop(tx, s, name, args, kwargs) -> VariableTracker:
+    items = s.items
+    if not items:
+        tx.raise_user_error(KeyError("pop from an empty set"))
+    key = next(iter(set(items)))
+    _mutating_keys(tx, s, name, True)
+    return items.pop(key)
+
+
+def _set_clear(tx, s, name, args, kwargs) -> VariableTracker:
+    items = s.items
+    _mutating_keys(tx, s, name, bool(items))
+    items.clear()
+    return ConstantVariable(None)
+
+
+def _set_query(tx, s, name, args, kwargs) -> VariableTracker:
+    """The set methods that make a new set or a bool, over any iterables of hashable members."""
+    others = [_members(tx, other) for other in args]
+    result = getattr(set(s.items), name)(*[set(other) for other in others])
+    if not isinstance(result, set):
+        return ConstantVariable(result)
+    trackers = dict(s.items)
+    for other in others:
+        for key, vt in other.items():
+            trackers.setdefault(key, vt)
+    return SetVariable([trackers[key] for key in result], tx=tx)
+
+
+# The set methods a SetVariable models; its mutators (keyword arguments ignored) pass the
+# barrier only when they change the set (`_mutating_keys`), so they are ordinary rows.
+_SET_METHODS = {
+    "add": row(_set_add),
+    "discard": row(_set_discard),
+    "remove": row(_set_remove),
+    **dict.fromkeys(_SET_INPLACE, row(_set_inplace)),
+    **dict.fromkeys(_SET_UPDATES, row(_set_update)),
+    "pop": row(_set_pop),
+    "clear": row(_set_clear),
+    "__iter__": row(_iter, when=no_args),
+    **dict.fromkeys(_SET_QUERIES, row(_set_query, when=no_kwargs)),
+}
+
+
 class SetVariable(VariableTracker):
     """A set of constants (as a dict value -> tracker, to keep insertion order for iteration);
     `keys_version` counts the changes of its members (Note [Live iterators])."""
@@ -673,6 +883,7 @@ class SetVariable(VariableTracker):
     identity_tracked = True
     rebuilt_as_new_object = True
     inplace_methods = frozenset(_SET_INPLACE)
+    METHODS = _SET_METHODS
 
     def __init__(self, items: list, source=None, tx=None):
         super().__init__(source)
@@ -723,89 +934,13 @@ class SetVariable(VariableTracker):
         return super().var_getattr(tx, name)
 
     def call_method(self, tx, name, args, kwargs):
-        if name in _SET_MUTATORS:
-            return self._mutate(tx, name, args)
-        if name == "__iter__" and not args:
-            return self.iterate(tx)
-        if name in _SET_QUERIES and not kwargs:
-            return self._query(tx, name, args)
-        return unmodelled_method(tx, self, name, args, kwargs)
+        result = dispatch(tx, self, self.METHODS, name, args, kwargs)
+        return result if result is not None else unmodelled_method(tx, self, name, args, kwargs)
 
     def builtin_base_method(self, tx, attr):
         """`set.isdisjoint(s, t)`, `set.add(s, x)`: bound to this value."""
         name = builtin_methods.bound_name(self.python_type(), attr)
         return MethodOfVariable(self, name) if name is not None else None
-
-    def _query(self, tx, name, args) -> VariableTracker:
-        """The set methods that make a new set or a bool, over any iterables of hashable members."""
-        others = [_members(tx, other) for other in args]
-        result = getattr(set(self.items), name)(*[set(other) for other in others])
-        if not isinstance(result, set):
-            return ConstantVariable(result)
-        trackers = dict(self.items)
-        for other in others:
-            for key, vt in other.items():
-                trackers.setdefault(key, vt)
-        return SetVariable([trackers[key] for key in result], tx=tx)
-
-    def _mutate(self, tx, name, args) -> VariableTracker:
-        """The set methods that change it; each begins with the one mutation hook call."""
-        items = self.items
-        if name == "add":
-            key = _set_member(tx, args[0])
-            _mutating_keys(tx, self, name, key not in items)
-            items.setdefault(key, args[0])
-            return ConstantVariable(None)
-        if name in ("discard", "remove"):
-            key = _set_member(tx, args[0])
-            if key not in items:
-                if name == "remove":
-                    tx.raise_user_error(KeyError(key))
-                return ConstantVariable(None)
-            _mutating_keys(tx, self, name, True)
-            del items[key]
-            return ConstantVariable(None)
-        if name in _SET_INPLACE:
-            if not all(issubclass(other.python_type(), (set, frozenset)) for other in args):
-                symbol = {"__ior__": "|=", "__iand__": "&=", "__isub__": "-=", "__ixor__": "^="}[name]
-                tx.raise_user_error(TypeError(f"unsupported operand type(s) for {symbol}: 'set' and "
-                                              f"'{args[0].python_type().__name__}'"))
-            self._mutate(tx, _SET_INPLACE[name], args)
-            return self
-        if name in ("update", "intersection_update", "difference_update", "symmetric_difference_update"):
-            others = [_members(tx, other) for other in args]
-            keys = set(items)
-            new = {}
-            for other in others:
-                if name == "update":
-                    for k, vt in other.items():
-                        if k not in items:
-                            new.setdefault(k, vt)
-                elif name == "intersection_update":
-                    keys &= other.keys()
-                elif name == "difference_update":
-                    keys -= other.keys()
-                else:
-                    new.update((k, vt) for k, vt in other.items() if k not in items)
-                    keys -= other.keys()
-            result = {k: vt for k, vt in items.items() if k in keys}
-            result.update(new)
-            _mutating_keys(tx, self, name, result.keys() != items.keys())
-            items.clear()
-            items.update(result)
-            return ConstantVariable(None)
-        if name == "pop":
-            if not items:
-                tx.raise_user_error(KeyError("pop from an empty set"))
-            key = next(iter(set(items)))
-            _mutating_keys(tx, self, name, True)
-            return items.pop(key)
-        if name == "clear":
-            _mutating_keys(tx, self, name, bool(items))
-            items.clear()
-            return ConstantVariable(None)
-        return unmodelled_method(tx, self, name, args, {})
-
 
     def reconstruct(self, cg) -> None:
         if self.source is not None:

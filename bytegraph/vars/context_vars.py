@@ -58,6 +58,7 @@ from ..guards.sources import CONTEXT_VAR_UNSET, AttrSource, ContextVarSource, Ob
 from .base import REPLAY_OBJECT, MethodOfVariable, VariableTracker
 from .registry import handles
 from .constant import ConstantVariable
+from .method_table import dispatch, read_attr, row
 from .registry import guard, register
 
 ContextVar, Context, Token = contextvars.ContextVar, contextvars.Context, contextvars.Token
@@ -198,7 +199,7 @@ class ContextVarVariable(VariableTracker):
     def var_getattr(self, tx, name: str):
         if name == "name":
             return tx.wrap(self.var.name, AttrSource(self.source, name))
-        if name in ("get", "set", "reset"):
+        if name in _CONTEXT_VAR_METHODS:
             return MethodOfVariable(self, name)
         try:
             getattr(self.var, name)
@@ -210,16 +211,8 @@ class ContextVarVariable(VariableTracker):
         return hasattr(self.var, name)
 
     def call_method(self, tx, name, args, kwargs):
-        if name == "get":
-            _arity(tx, "ContextVar.get", args, kwargs, 0, 1)
-            return self.get(tx, args)
-        if name == "set":
-            _arity(tx, "ContextVar.set", args, kwargs, 1, 1)
-            return self.set(tx, args[0])
-        if name == "reset":
-            _arity(tx, "ContextVar.reset", args, kwargs, 1, 1)
-            return self.reset(tx, args[0])
-        return super().call_method(tx, name, args, kwargs)
+        result = dispatch(tx, self, _CONTEXT_VAR_METHODS, name, args, kwargs)
+        return result if result is not None else super().call_method(tx, name, args, kwargs)
 
     def get(self, tx, args):
         value = self.resolve(tx, self.value_in(current_context(tx)))
@@ -365,20 +358,14 @@ class TokenVariable(VariableTracker):
         return f"<Token{' used' if self.used else ''} var={self.var_vt.pin(tx)!r}>"
 
     def var_getattr(self, tx, name: str):
-        if name == "MISSING":
-            return _missing(tx)
-        if name not in ("var", "old_value"):
-            try:
-                getattr(Token, name)
-            except AttributeError:
-                tx.raise_user_error(AttributeError(f"'_contextvars.Token' object has no attribute {name!r}"))
-            tx.unsupported(f"attribute {name!r} of {self.describe()}", category="unsupported attribute")
-        if self.source is not None:
-            return tx.wrap(getattr(self.real, name), AttrSource(self.source, name))
-        if name == "var":
-            return self.var_vt
-        old = self.var_vt.resolve(tx, self.old)
-        return _missing(tx) if old is MISSING else old
+        value = read_attr(tx, self, _TOKEN_ATTRS, name)
+        if value is not None:
+            return value
+        try:
+            getattr(Token, name)
+        except AttributeError:
+            tx.raise_user_error(AttributeError(f"'_contextvars.Token' object has no attribute {name!r}"))
+        tx.unsupported(f"attribute {name!r} of {self.describe()}", category="unsupported attribute")
 
     def hasattr_impl(self, tx, name: str) -> bool:
         return hasattr(Token, name)
@@ -404,6 +391,27 @@ class TokenVariable(VariableTracker):
 def _missing(tx):
     """`Token.MISSING`."""
     return tx.wrap(Token.MISSING, ObjectSource(Token.MISSING))
+
+
+def _real_token_attr(tx, token, name):
+    """Attribute `name` of a Token from outside: the real one's, through its source."""
+    return tx.wrap(getattr(token.real, name), AttrSource(token.source, name))
+
+
+def _token_var(tx, token, name):
+    if token.source is not None:
+        return _real_token_attr(tx, token, name)
+    return token.var_vt
+
+
+def _token_old_value(tx, token, name):
+    if token.source is not None:
+        return _real_token_attr(tx, token, name)
+    old = token.var_vt.resolve(tx, token.old)
+    return _missing(tx) if old is MISSING else old
+
+
+_TOKEN_ATTRS = {"MISSING": lambda tx, token, name: _missing(tx), "var": _token_var, "old_value": _token_old_value}
 
 
 class ContextVariable(VariableTracker):
@@ -456,20 +464,9 @@ class ContextVariable(VariableTracker):
         return hasattr(Context, name)
 
     def call_method(self, tx, name, args, kwargs):
-        if name == "run":
-            if not args:
-                tx.raise_user_error(TypeError("run() missing 1 required positional argument"))
-            return self.run(tx, args[0], args[1:], kwargs)
-        if name == "copy":
-            _arity(tx, "Context.copy", args, kwargs, 0, 0)
-            return self.copy()
-        if name == "get":
-            _arity(tx, "Context.get", args, kwargs, 1, 2)
-            return self._item(tx, name, args)
-        if name in ("__getitem__", "__contains__"):
-            if kwargs or len(args) != 1:
-                tx.raise_user_error(TypeError(f"expected 1 argument, got {len(args) + len(kwargs)}"))
-            return self._item(tx, name, args)
+        result = dispatch(tx, self, _CONTEXT_ROWS, name, args, kwargs)
+        if result is not None:
+            return result
         tx.unsupported(f"Context.{name}() of {self.describe()}: iterating a Context is not traced (its variables "
                        "include every one the caller set, which the trace does not know)",
                        category="unsupported call")
@@ -539,6 +536,52 @@ class ContextVariable(VariableTracker):
 
 _CONTEXT_METHODS = frozenset({"run", "copy", "get", "keys", "values", "items", "__getitem__", "__contains__",
                               "__iter__", "__len__"})
+
+
+def _var_get(tx, var, name, args, kwargs):
+    _arity(tx, "ContextVar.get", args, kwargs, 0, 1)
+    return var.get(tx, args)
+
+
+def _var_set(tx, var, name, args, kwargs):
+    _arity(tx, "ContextVar.set", args, kwargs, 1, 1)
+    return var.set(tx, args[0])
+
+
+def _var_reset(tx, var, name, args, kwargs):
+    _arity(tx, "ContextVar.reset", args, kwargs, 1, 1)
+    return var.reset(tx, args[0])
+
+
+_CONTEXT_VAR_METHODS = {"get": row(_var_get), "set": row(_var_set), "reset": row(_var_reset)}
+
+
+def _context_run(tx, ctx, name, args, kwargs):
+    if not args:
+        tx.raise_user_error(TypeError("run() missing 1 required positional argument"))
+    return ctx.run(tx, args[0], args[1:], kwargs)
+
+
+def _context_copy(tx, ctx, name, args, kwargs):
+    _arity(tx, "Context.copy", args, kwargs, 0, 0)
+    return ctx.copy()
+
+
+def _context_get(tx, ctx, name, args, kwargs):
+    _arity(tx, "Context.get", args, kwargs, 1, 2)
+    return ctx._item(tx, name, args)
+
+
+def _context_item(tx, ctx, name, args, kwargs):
+    """`ctx[var]`, `var in ctx`."""
+    if kwargs or len(args) != 1:
+        tx.raise_user_error(TypeError(f"expected 1 argument, got {len(args) + len(kwargs)}"))
+    return ctx._item(tx, name, args)
+
+
+# the Context methods traced (the rest of _CONTEXT_METHODS iterate it: a graph break)
+_CONTEXT_ROWS = {"run": row(_context_run), "copy": row(_context_copy), "get": row(_context_get),
+                 "__getitem__": row(_context_item), "__contains__": row(_context_item)}
 
 
 # ---- calls (builtins.HANDLERS) -----------------------------------------------------------

@@ -20,12 +20,45 @@ from .class_lookup import class_lookup
 from .constant import ConstantVariable
 from .containers import DictVariable
 from .polyfills.trackers import PolyfillBodyVariable, PolyfilledIteratorVariable
+from .method_table import dispatch, one_arg, row
 from .polyfills.collections import COUNTER_METHODS
 from .registry import register
 from . import factory
 
 _OPERATORS = frozenset({"__add__", "__sub__", "__or__", "__and__", "__pos__", "__neg__",
                         "__iadd__", "__isub__", "__ior__", "__iand__"})
+
+
+def _polyfilled(tx, c, name, args, kwargs):
+    """A method whose CPython code uses C helpers or `super()`: its polyfill body, inlined."""
+    return tx.inline_call(PolyfillBodyVariable(COUNTER_METHODS[name]), [c, *args], kwargs)
+
+
+def _from_one_iterable(tx, c, name, args, kwargs):
+    """`update`/`subtract`: their signature's TypeError, then the polyfill body."""
+    if len(args) > 1:
+        tx.raise_user_error(TypeError(f"{name}() takes from 1 to 2 positional arguments but "
+                                      f"{len(args) + 1} were given"))
+    return _polyfilled(tx, c, name, args, kwargs)
+
+
+def _delitem(tx, c, name, args, kwargs):
+    """`del c[key]`: no KeyError for a missing element."""
+    if args[0].key_impl(tx) not in c.items:
+        return ConstantVariable(None)
+    return DictVariable.call_method(c, tx, name, args, kwargs)
+
+
+# a Counter's own methods, before the Python methods of its class and the dict's (METHODS)
+_COUNTER_ROWS = {
+    **dict.fromkeys(COUNTER_METHODS, row(_polyfilled)),
+    "update": row(_from_one_iterable),
+    "subtract": row(_from_one_iterable),
+    "elements": row(lambda tx, c, name, args, kwargs: PolyfilledIteratorVariable(
+        _polyfilled(tx, c, name, args, kwargs), itertools.chain)),
+    "__delitem__": row(_delitem),
+    "__missing__": row(lambda tx, c, name, args, kwargs: ConstantVariable(0), when=one_arg),
+}
 
 
 class CounterVariable(DictVariable):
@@ -47,19 +80,9 @@ class CounterVariable(DictVariable):
         return self.items.get(key_vt.key_impl(tx), ConstantVariable(0))
 
     def call_method(self, tx, name, args, kwargs):
-        body = COUNTER_METHODS.get(name)
-        if body is not None:
-            if name in ("update", "subtract") and len(args) > 1:
-                tx.raise_user_error(TypeError(f"{name}() takes from 1 to 2 positional arguments but "
-                                              f"{len(args) + 1} were given"))
-            result = tx.inline_call(PolyfillBodyVariable(body), [self, *args], kwargs)
-            return PolyfilledIteratorVariable(result, itertools.chain) if name == "elements" else result
-        if name == "__delitem__":  # no KeyError for a missing element
-            if args[0].key_impl(tx) not in self.items:
-                return ConstantVariable(None)
-            return super().call_method(tx, name, args, kwargs)
-        if name == "__missing__" and len(args) == 1:
-            return ConstantVariable(0)
+        result = dispatch(tx, self, _COUNTER_ROWS, name, args, kwargs)
+        if result is not None:
+            return result
         owner, fn = class_lookup(collections.Counter, name)
         if owner is collections.Counter and isinstance(fn, types.FunctionType):
             return tx.wrap(fn, None).call_function(tx, [self, *args], kwargs)

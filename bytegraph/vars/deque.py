@@ -16,18 +16,141 @@ from ..guards.sources import AttrSource, ItemSource
 from .object_protocol import items_equal
 from .registry import handles
 from .constant import ConstantVariable
-from .containers import BaseListVariable, TupleVariable, _bounds, _index_or_count
+from .containers import BaseListVariable, TupleVariable
+from .containers import _length, _reversed
+from .method_table import dispatch, mutator, no_args, row
 from .registry import guard, register
 from .iterators import SequenceIteratorVariable
-
-_MUTATORS = frozenset({"append", "appendleft", "pop", "popleft", "extend", "extendleft", "rotate", "clear",
-                       "insert", "remove", "reverse", "__setitem__", "__delitem__", "__iadd__", "__imul__"})
 
 
 def _replace_deque(d, items):
     """Residual helper: replay of a deque's writes, keeping its identity and maxlen."""
     d.clear()
     d.extend(items)
+
+
+def _mutating(tx, dq) -> None:
+    """The barrier of a deque's mutator, which also counts the change for its iterators."""
+    tx.output.side_effects.mutate(dq)
+    dq.state += 1
+
+
+def _push(items: list, maxlen, new: list, left: bool) -> None:
+    """Put `new` at one end of the deque's `items`, evicting from the other when it is full."""
+    for item in new:
+        if maxlen == 0:
+            continue
+        if left:
+            if len(items) == maxlen:
+                items.pop()
+            items.insert(0, item)
+        else:
+            if len(items) == maxlen:
+                items.pop(0)
+            items.append(item)
+
+
+def _append(tx, dq, name, args, kwargs):
+    _push(dq.items, dq.maxlen, [args[0]], left=False)
+    return ConstantVariable(None)
+
+
+def _appendleft(tx, dq, name, args, kwargs):
+    _push(dq.items, dq.maxlen, [args[0]], left=True)
+    return ConstantVariable(None)
+
+
+def _extend(tx, dq, name, args, kwargs):
+    _push(dq.items, dq.maxlen, args[0].iterate(tx).unpack(tx), left=False)
+    return ConstantVariable(None)
+
+
+def _extendleft(tx, dq, name, args, kwargs):
+    _push(dq.items, dq.maxlen, args[0].iterate(tx).unpack(tx), left=True)
+    return ConstantVariable(None)
+
+
+def _iadd(tx, dq, name, args, kwargs):
+    _extend(tx, dq, name, args, kwargs)
+    return dq
+
+
+def _pop(tx, dq, name, args, kwargs):
+    items = dq.items
+    if not items:
+        tx.raise_user_error(IndexError("pop from an empty deque"))
+    return items.pop()
+
+
+def _popleft(tx, dq, name, args, kwargs):
+    items = dq.items
+    if not items:
+        tx.raise_user_error(IndexError("pop from an empty deque"))
+    return items.pop(0)
+
+
+def _rotate(tx, dq, name, args, kwargs):
+    items = dq.items
+    steps = _int_argument(tx, args[0]) if args else 1
+    if items:
+        steps %= len(items)
+        items[:] = items[len(items) - steps:] + items[:len(items) - steps]
+    return ConstantVariable(None)
+
+
+def _insert(tx, dq, name, args, kwargs):
+    items = dq.items
+    if len(items) == dq.maxlen:
+        tx.raise_user_error(IndexError("deque already at its maximum size"))
+    items.insert(_int_argument(tx, args[0]), args[1])
+    return ConstantVariable(None)
+
+
+def _remove(tx, dq, name, args, kwargs):
+    items = dq.items
+    for i, item in enumerate(items):
+        if items_equal(tx, [item], [args[0]]):
+            del items[i]
+            break
+    else:
+        what = args[0].as_python_constant() if args[0].is_python_constant() else args[0].describe()
+        tx.raise_user_error(ValueError(f"{what!r} is not in deque"))
+    return ConstantVariable(None)
+
+
+def _setitem(tx, dq, name, args, kwargs):
+    items = dq.items
+    index = dq._item(tx, args[0], lambda i: i)
+    items[index] = args[1]
+    return ConstantVariable(None)
+
+
+def _delitem(tx, dq, name, args, kwargs):
+    items = dq.items
+    del items[dq._item(tx, args[0], lambda i: i)]
+    return ConstantVariable(None)
+
+
+def _imul(tx, dq, name, args, kwargs):
+    items = dq.items
+    items[:] = DequeVariable(items * args[0].as_python_constant(), dq.maxlen).items
+    return dq
+
+
+def _clear(tx, dq, name, args, kwargs):
+    items = dq.items
+    items.clear()
+    return ConstantVariable(None)
+
+
+def _reverse(tx, dq, name, args, kwargs):
+    items = dq.items
+    items.reverse()
+    return ConstantVariable(None)
+
+
+def _copy(tx, dq, name, args, kwargs):
+    return DequeVariable(dq.items, dq.maxlen)
 
 
 class DequeVariable(BaseListVariable):
@@ -37,6 +160,17 @@ class DequeVariable(BaseListVariable):
     __slots__ = ("maxlen", "state")
     identity_tracked = True
     inplace_methods = frozenset({"__iadd__", "__imul__"})
+    # a list's reads (index, count, in, [], iter), and a deque's own methods
+    METHODS = {
+        **BaseListVariable.METHODS,
+        "__len__": row(_length, when=no_args), "__reversed__": row(_reversed, when=no_args),
+        "copy": row(_copy, when=no_args), "__copy__": row(_copy, when=no_args),
+        "append": mutator(_append), "appendleft": mutator(_appendleft), "extend": mutator(_extend),
+        "extendleft": mutator(_extendleft), "__iadd__": mutator(_iadd), "pop": mutator(_pop),
+        "popleft": mutator(_popleft), "rotate": mutator(_rotate), "insert": mutator(_insert),
+        "remove": mutator(_remove), "__setitem__": mutator(_setitem), "__delitem__": mutator(_delitem),
+        "__imul__": mutator(_imul), "clear": mutator(_clear), "reverse": mutator(_reverse),
+    }
 
     def __init__(self, items, maxlen=None, source=None):
         super().__init__(items, source)
@@ -101,75 +235,10 @@ class DequeVariable(BaseListVariable):
     def call_method(self, tx, name, args, kwargs):
         if kwargs:
             tx.unsupported(f"deque.{name}() with keyword arguments", category="unsupported call")
-        if name in _MUTATORS:
-            tx.output.side_effects.mutate(self)
-            self.state += 1
-            return self._mutate(tx, name, args)
-        if name == "index" and 1 <= len(args) <= 3 or name == "count" and len(args) == 1:
-            return _index_or_count(tx, self, name, args[0], *_bounds(tx, args[1:]))
-        if name == "__len__" and not args:
-            return ConstantVariable(len(self.items))
-        if name == "__getitem__" and len(args) == 1:
-            return self.getitem_impl(tx, args[0])
-        if name == "__contains__" and len(args) == 1:
-            return self.contains_impl(tx, args[0])
-        if name in ("__iter__", "__reversed__") and not args:
-            return self.iterate(tx) if name == "__iter__" else self.reverse_iterate(tx)
-        if name in ("copy", "__copy__") and not args:
-            return DequeVariable(self.items, self.maxlen)
-        tx.unsupported(f"method {name}() of a deque", category="unsupported call")
-
-    def _mutate(self, tx, name, args):
-        items, maxlen = self.items, self.maxlen
-        if name in ("append", "appendleft", "extend", "extendleft", "__iadd__"):
-            new = [args[0]] if name.startswith("append") else args[0].iterate(tx).unpack(tx)
-            for item in new:
-                if maxlen == 0:
-                    continue
-                if name in ("appendleft", "extendleft"):
-                    if len(items) == maxlen:
-                        items.pop()
-                    items.insert(0, item)
-                else:
-                    if len(items) == maxlen:
-                        items.pop(0)
-                    items.append(item)
-            return self if name == "__iadd__" else ConstantVariable(None)
-        if name in ("pop", "popleft"):
-            if not items:
-                tx.raise_user_error(IndexError("pop from an empty deque"))
-            return items.pop() if name == "pop" else items.pop(0)
-        if name == "rotate":
-            steps = _int_argument(tx, args[0]) if args else 1
-            if items:
-                steps %= len(items)
-                items[:] = items[len(items) - steps:] + items[:len(items) - steps]
-            return ConstantVariable(None)
-        if name == "insert":
-            if len(items) == maxlen:
-                tx.raise_user_error(IndexError("deque already at its maximum size"))
-            items.insert(_int_argument(tx, args[0]), args[1])
-        elif name == "remove":
-            for i, item in enumerate(items):
-                if items_equal(tx, [item], [args[0]]):
-                    del items[i]
-                    break
-            else:
-                what = args[0].as_python_constant() if args[0].is_python_constant() else args[0].describe()
-                tx.raise_user_error(ValueError(f"{what!r} is not in deque"))
-        elif name == "__setitem__":
-            index = self._item(tx, args[0], lambda i: i)
-            items[index] = args[1]
-        elif name == "__delitem__":
-            del items[self._item(tx, args[0], lambda i: i)]
-        elif name == "__imul__":
-            items[:] = DequeVariable(items * args[0].as_python_constant(), maxlen).items
-            return self
-        elif name == "clear":
-            items.clear()
-        elif name == "reverse":
-            items.reverse()
-        return ConstantVariable(None)
+        result = dispatch(tx, self, self.METHODS, name, args, kwargs, barrier=_mutating)
+        if result is None:
+            tx.unsupported(f"method {name}() of a deque", category="unsupported call")
+        return result
 
     def describe(self) -> str:
         return "a deque"

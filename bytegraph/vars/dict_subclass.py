@@ -34,6 +34,7 @@ from .constant import ConstantVariable
 from .container_subclass import BaseContainerMethodVariable
 from .containers import DictVariable
 from .dict_keys import key_tracker, reconstruct_map
+from .method_table import dispatch, row
 from .objects import NewObjectVariable
 from .containers import _as_mapping
 
@@ -112,6 +113,49 @@ class DictPartVariable(DictVariable):
         return f"the items of {self.owner.describe()}"
 
 
+def _through_items(obj) -> bool:
+    """Whether OrderedDict's C methods on `obj` call its class's item access (written in Python)."""
+    return obj.dict_part.dict_type is not dict and any(obj._overrides(n) for n in _ODICT_ITEM_DUNDERS)
+
+
+def _base_update(tx, obj, name, args, kwargs) -> VariableTracker:
+    """The base's `update` (also its `__init__`)."""
+    if len(args) > 1:
+        tx.raise_user_error(TypeError(f"{name.strip('_')} expected at most 1 argument, got {len(args)}"))
+    if _through_items(obj):  # OrderedDict's update puts each item by `self[k] = v`
+        obj._update_by_setitem(tx, args, kwargs)
+    elif args or kwargs:
+        obj.dict_part.call_method(tx, "update", args, kwargs)
+    return ConstantVariable(None)
+
+
+def _base_ior(tx, obj, name, args, kwargs) -> VariableTracker:
+    _base_update(tx, obj, name, args, kwargs)
+    return obj
+
+
+def _base_item_access(tx, obj, name, args, kwargs) -> VariableTracker:
+    tx.unsupported(f"OrderedDict.{name}() of {obj.describe()}, whose class overrides item access in "
+                   "Python (OrderedDict calls it)", category="unsupported call")
+
+
+def _base_copy(tx, obj, name, args, kwargs) -> VariableTracker:
+    if obj.dict_part.dict_type is not dict:
+        tx.unsupported(f"OrderedDict.copy() of {obj.describe()} (it calls the class)", category="unsupported call")
+    return DictVariable(obj.dict_part.items)
+
+
+# the base's C methods that are not the items' own (the rest run on the items, `dict_part`)
+_BASE_METHODS = {
+    "__init__": row(_base_update),
+    "update": row(_base_update),
+    "__ior__": row(_base_ior),
+    **dict.fromkeys(("pop", "popitem", "setdefault"),
+                    row(_base_item_access, when=lambda obj, args, kwargs: _through_items(obj))),
+    "copy": row(_base_copy),
+}
+
+
 class DictObjectVariable(NewObjectVariable):
     """An instance of a user subclass of dict/OrderedDict made in the trace (module docstring)."""
 
@@ -130,23 +174,10 @@ class DictObjectVariable(NewObjectVariable):
     def call_base(self, tx, attr, args, kwargs) -> VariableTracker:
         """`attr(self, *args, **kwargs)` for a C method `attr` of the builtin base."""
         name = attr.__name__
+        result = dispatch(tx, self, _BASE_METHODS, name, args, kwargs)
+        if result is not None:
+            return result
         part = self.dict_part
-        through_items = part.dict_type is not dict and any(self._overrides(n) for n in _ODICT_ITEM_DUNDERS)
-        if name in ("__init__", "update", "__ior__"):
-            if len(args) > 1:
-                tx.raise_user_error(TypeError(f"{name.strip('_')} expected at most 1 argument, got {len(args)}"))
-            if through_items:  # OrderedDict's update puts each item by `self[k] = v`
-                self._update_by_setitem(tx, args, kwargs)
-            elif args or kwargs:
-                part.call_method(tx, "update", args, kwargs)
-            return self if name == "__ior__" else ConstantVariable(None)
-        if through_items and name in ("pop", "popitem", "setdefault"):
-            tx.unsupported(f"OrderedDict.{name}() of {self.describe()}, whose class overrides item access in "
-                           "Python (OrderedDict calls it)", category="unsupported call")
-        if name == "copy" and part.dict_type is not dict:
-            tx.unsupported(f"OrderedDict.copy() of {self.describe()} (it calls the class)", category="unsupported call")
-        if name == "copy":
-            return DictVariable(part.items)
         result = part.call_method(tx, name, args, kwargs)
         return self if result is part else result
 

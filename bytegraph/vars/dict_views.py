@@ -19,10 +19,27 @@ from .constant import ConstantVariable
 from .containers import DictVariable, SetVariable, TupleVariable
 from .dict_keys import has_tracker_keys, key_tracker
 from .iterators import HashedIteratorVariable, iterator_of
+from .method_table import dispatch, no_args, row
 
 _SET_OPERATORS = {operator.and_: "&", operator.or_: "|", operator.sub: "-", operator.xor: "^"}
 _ORDERINGS = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">="}
-_VIEW_METHODS = frozenset({"__len__", "__contains__", "__iter__", "__reversed__", "isdisjoint"})
+
+
+def _set_like_with_one(view, args, kwargs) -> bool:
+    """A call of a keys or items view's method taking one set-like operand."""
+    return len(args) == 1 and view.kind != "values"
+
+
+# a view's methods (`in` and `isdisjoint` of keys and items views only)
+_VIEW_METHODS = {
+    "__len__": row(lambda tx, view, name, args, kwargs: ConstantVariable(len(view.dict_vt.items)), when=no_args),
+    "__iter__": row(lambda tx, view, name, args, kwargs: view.iterate(tx), when=no_args),
+    "__reversed__": row(lambda tx, view, name, args, kwargs: view.reverse_iterate(tx), when=no_args),
+    "__contains__": row(lambda tx, view, name, args, kwargs: ConstantVariable(view._contains(tx, args[0])),
+                        when=_set_like_with_one),
+    "isdisjoint": row(lambda tx, view, name, args, kwargs: ConstantVariable(
+        _as_set(tx, view).isdisjoint(_as_set(tx, args[0]))), when=_set_like_with_one),
+}
 
 
 class DictViewVariable(VariableTracker):
@@ -78,17 +95,10 @@ class DictViewVariable(VariableTracker):
         return super().var_getattr(tx, name)
 
     def call_method(self, tx, name, args, kwargs):
-        if name == "__len__" and not args:
-            return ConstantVariable(len(self.dict_vt.items))
-        if name == "__iter__" and not args:
-            return self.iterate(tx)
-        if name == "__reversed__" and not args:
-            return self.reverse_iterate(tx)
-        if name == "__contains__" and len(args) == 1 and self.kind != "values":
-            return ConstantVariable(self._contains(tx, args[0]))
-        if name == "isdisjoint" and len(args) == 1 and self.kind != "values":
-            return ConstantVariable(_as_set(tx, self).isdisjoint(_as_set(tx, args[0])))
-        tx.unsupported(f"method {name}() of {self.describe()}", category="unsupported call")
+        result = dispatch(tx, self, _VIEW_METHODS, name, args, kwargs)
+        if result is None:
+            tx.unsupported(f"method {name}() of {self.describe()}", category="unsupported call")
+        return result
 
     def _contains(self, tx, item) -> bool:
         items = self.dict_vt.items

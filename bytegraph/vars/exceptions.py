@@ -17,8 +17,50 @@ import types
 from .base import VariableTracker
 from .constant import ConstantVariable, is_constant_value
 from .containers import TupleVariable
+from .method_table import read_attr
 
-_CHAINING = ("__cause__", "__context__", "__suppress_context__")
+
+def _write_context(tx, exc, value) -> None:
+    tx.output.side_effects.mutate(exc)
+    exc.context = value
+
+
+def _write_suppress_context(tx, exc, value) -> None:
+    tx.output.side_effects.mutate(exc)
+    exc.suppress_context = ConstantVariable(value.truth(tx))
+
+
+# the chaining attributes, each with its writer (tx, exception, value)
+_CHAINING = {
+    "__cause__": lambda tx, exc, value: exc.set_cause(tx, value),
+    "__context__": _write_context,
+    "__suppress_context__": _write_suppress_context,
+}
+
+
+def _read_args(tx, exc, name):
+    if exc.args is None:
+        tx.unsupported(f"reading args of {exc.describe()} whose arguments are not constants",
+                       category="unsupported attribute")
+    return TupleVariable(list(exc.args))
+
+
+def _read_value(tx, exc, name):
+    """`StopIteration.value`: a generator's return value (None: not a StopIteration with known args)."""
+    if issubclass(exc.cls, StopIteration) and exc.args is not None:
+        return exc.args[0] if exc.args else ConstantVariable(None)
+    return None
+
+
+# the attributes the tracker holds (any other is read from the real exception, if constant)
+_EXCEPTION_ATTRS = {
+    "args": _read_args,
+    "__cause__": lambda tx, exc, name: exc.cause,
+    "__context__": lambda tx, exc, name: exc.context,
+    "__suppress_context__": lambda tx, exc, name: exc.suppress_context,
+    "__class__": lambda tx, exc, name: tx.wrap(exc.cls, None),
+    "value": _read_value,
+}
 
 
 class ExceptionVariable(VariableTracker):
@@ -74,21 +116,9 @@ class ExceptionVariable(VariableTracker):
         return ConstantVariable(self._str_of_args(fn))
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        if name == "args":
-            if self.args is None:
-                tx.unsupported(f"reading args of {self.describe()} whose arguments are not constants",
-                               category="unsupported attribute")
-            return TupleVariable(list(self.args))
-        if name == "__cause__":
-            return self.cause
-        if name == "__context__":
-            return self.context
-        if name == "__suppress_context__":
-            return self.suppress_context
-        if name == "__class__":
-            return tx.wrap(self.cls, None)
-        if name == "value" and issubclass(self.cls, StopIteration) and self.args is not None:
-            return self.args[0] if self.args else ConstantVariable(None)  # a generator's return value
+        value = read_attr(tx, self, _EXCEPTION_ATTRS, name)
+        if value is not None:
+            return value
         if self.real is not None and name != "__traceback__" and not _defined_in_python(self.cls, name):
             value = getattr(self.real, name, None)
             if is_constant_value(value) and (value is not None or hasattr(self.real, name)):
@@ -103,16 +133,10 @@ class ExceptionVariable(VariableTracker):
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
         if name == "__traceback__" and isinstance(value, TracebackVariable) and value.exc is self:
             return  # its own traceback, which a `with` exit received: it has it already
-        if name not in _CHAINING:
-            super().store_attr(tx, name, value)
-        if name == "__cause__":
-            self.set_cause(tx, value)
-        elif name == "__context__":
-            tx.output.side_effects.mutate(self)
-            self.context = value
-        else:
-            tx.output.side_effects.mutate(self)
-            self.suppress_context = ConstantVariable(value.truth(tx))
+        write = _CHAINING.get(name)
+        if write is None:
+            return super().store_attr(tx, name, value)
+        write(tx, self, value)
 
     def set_cause(self, tx, cause: VariableTracker) -> None:
         """`raise self from cause` / `exc.__cause__ = cause` (also suppresses the context)."""

@@ -16,6 +16,29 @@ from __future__ import annotations
 from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import TupleVariable
+from .method_table import dispatch, mutator, no_kwargs, row
+
+
+def _save_for_backward(tx, ctx, name, args, kwargs) -> VariableTracker:
+    ctx.saved = list(args)
+    return ConstantVariable(None)
+
+
+def _mark_dirty(tx, ctx, name, args, kwargs) -> VariableTracker:
+    ctx.dirty.extend(args)
+    return ConstantVariable(None)
+
+
+def _mark_non_differentiable(tx, ctx, name, args, kwargs) -> VariableTracker:
+    ctx.non_differentiable.extend(args)
+    return ConstantVariable(None)
+
+
+def _set_materialize_grads(tx, ctx, name, args, kwargs) -> VariableTracker:
+    if len(args) != 1 or not args[0].is_python_constant():
+        tx.unsupported("ctx.set_materialize_grads with a value that is not a constant", category="unsupported call")
+    ctx.materialize_grads = bool(args[0].as_python_constant())
+    return ConstantVariable(None)
 
 
 class FunctionCtxVariable(VariableTracker):
@@ -24,8 +47,14 @@ class FunctionCtxVariable(VariableTracker):
     __slots__ = ("ctx_type", "needs_input_grad", "attrs", "saved", "dirty", "non_differentiable",
                  "materialize_grads", "in_backward")
 
-    _NO_OPS = frozenset({"save_for_forward"})
-    _METHODS = _NO_OPS | {"save_for_backward", "mark_dirty", "mark_non_differentiable", "set_materialize_grads"}
+    # what forward gives the ctx (positionally); `save_for_forward` (forward-mode AD) is a no-op
+    METHODS = {
+        "save_for_backward": mutator(_save_for_backward, when=no_kwargs),
+        "mark_dirty": mutator(_mark_dirty, when=no_kwargs),
+        "mark_non_differentiable": mutator(_mark_non_differentiable, when=no_kwargs),
+        "set_materialize_grads": mutator(_set_materialize_grads, when=no_kwargs),
+        "save_for_forward": row(lambda tx, ctx, name, args, kwargs: ConstantVariable(None)),
+    }
 
     def __init__(self, ctx_type: type, needs_input_grad: tuple, saved: list | None = None,
                  attrs: dict | None = None, in_backward: bool = False):
@@ -57,30 +86,15 @@ class FunctionCtxVariable(VariableTracker):
             return ConstantVariable(self.needs_input_grad)
         if name == "saved_tensors" and self.in_backward:
             return TupleVariable(list(self.saved))
-        if name in self._METHODS:
+        if name in self.METHODS:
             return MethodOfVariable(self, name)
         return super().var_getattr(tx, name)
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         if name in self.attrs:
             return self.attrs[name].call_function(tx, args, kwargs)
-        if name in self._METHODS - self._NO_OPS and not kwargs:
-            tx.output.side_effects.mutate(self)  # Note [Mutation barrier]
-            if name == "save_for_backward":
-                self.saved = list(args)
-            elif name == "mark_dirty":
-                self.dirty.extend(args)
-            elif name == "mark_non_differentiable":
-                self.non_differentiable.extend(args)
-            else:
-                if len(args) != 1 or not args[0].is_python_constant():
-                    tx.unsupported("ctx.set_materialize_grads with a value that is not a constant",
-                                   category="unsupported call")
-                self.materialize_grads = bool(args[0].as_python_constant())
-            return ConstantVariable(None)
-        if name in self._NO_OPS:
-            return ConstantVariable(None)
-        return super().call_method(tx, name, args, kwargs)
+        result = dispatch(tx, self, self.METHODS, name, args, kwargs)
+        return result if result is not None else super().call_method(tx, name, args, kwargs)
 
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
         if hasattr(self.python_type(), name):

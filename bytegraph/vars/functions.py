@@ -22,6 +22,7 @@ from .constant import ConstantVariable
 from .constant_results import call_marked, is_marked_constant
 from .containers import DictVariable, TupleVariable
 from .dict_keys import reconstruct_map
+from .method_table import read_attr
 from .registry import guard, register
 from . import factory
 from .code_object import CodeVariable
@@ -175,6 +176,21 @@ class BaseFunctionVariable(VariableTracker):
         return f"function {self.get_code().co_qualname}"
 
 
+def _read_closure(tx, f, name):
+    """The cells themselves, shared with the calls of the function."""
+    return TupleVariable(f.closure_cells(tx)) if f.fn.__closure__ else ConstantVariable(None)
+
+
+# the attributes of a function from outside read through its tracker (any other: the real one's, wrapped)
+_USER_FUNCTION_ATTRS = {
+    **dict.fromkeys(("__name__", "__qualname__", "__module__", "__doc__"),
+                    lambda tx, f, name: ConstantVariable(getattr(f.fn, name))),
+    "__closure__": _read_closure,
+    "__defaults__": lambda tx, f, name: tx.wrap(f.fn.__defaults__, DefaultsSource(f.source, False)),
+    "__kwdefaults__": lambda tx, f, name: tx.wrap(f.fn.__kwdefaults__, DefaultsSource(f.source, True)),
+}
+
+
 class UserFunctionVariable(BaseFunctionVariable):
     __slots__ = ("fn",)
 
@@ -235,12 +251,9 @@ class UserFunctionVariable(BaseFunctionVariable):
         return (self, None) if factory.is_traceable(self.fn) else None
 
     def var_getattr(self, tx, name):
-        if name in ("__name__", "__qualname__", "__module__", "__doc__"):
-            return ConstantVariable(getattr(self.fn, name))
-        if name == "__closure__":  # the cells themselves, shared with the calls of the function
-            return TupleVariable(self.closure_cells(tx)) if self.fn.__closure__ else ConstantVariable(None)
-        if name in ("__defaults__", "__kwdefaults__"):
-            return tx.wrap(getattr(self.fn, name), DefaultsSource(self.source, name == "__kwdefaults__"))
+        value = read_attr(tx, self, _USER_FUNCTION_ATTRS, name)
+        if value is not None:
+            return value
         try:
             value = getattr(self.fn, name)
         except AttributeError as e:
@@ -286,6 +299,61 @@ class _RealDefaults:
         code = self.fn_vt.fn.__code__
         param = code.co_varnames[code.co_argcount - len(self.values) + key]
         return tx.wrap(self.values[key], DefaultSource(source, param, key))
+
+
+def _read_code(tx, fn, name):
+
+    return CodeVariable(fn.code)
+
+
+def _read_annotations(tx, fn, name):
+    """`__annotations__`, made once (from MAKE_FUNCTION's tuple), so later reads see writes into it."""
+    pairs = fn.annotations.unpack(tx) if fn.annotations is not None else []
+    tx.output.side_effects.touch(fn)
+    fn.attrs[name] = DictVariable({k.as_python_constant(): v for k, v in zip(pairs[::2], pairs[1::2])})
+    fn.annotations = None
+    return fn.attrs[name]
+
+
+def _or_none(part):
+    return part if part is not None else ConstantVariable(None)
+
+
+# the attributes of a function made in the trace that it has from its making (those the
+# trace sets are in its `attrs`, the others in its `__dict__`)
+_NESTED_FUNCTION_ATTRS = {
+    "__name__": lambda tx, fn, name: ConstantVariable(fn.code.co_name),
+    "__qualname__": lambda tx, fn, name: ConstantVariable(fn.qualname),
+    "__module__": lambda tx, fn, name: ConstantVariable(fn.f_globals.get("__name__")),
+    "__doc__": lambda tx, fn, name: ConstantVariable(_doc_of(fn.code)),
+    "__code__": _read_code,
+    "__defaults__": lambda tx, fn, name: _or_none(fn.defaults),
+    "__kwdefaults__": lambda tx, fn, name: _or_none(fn.kwdefaults),
+    "__closure__": lambda tx, fn, name: _or_none(fn.closure),
+    "__annotations__": _read_annotations,
+    "__dict__": lambda tx, fn, name: fn._dict(tx),
+}
+
+
+def _string_value(tx, name: str, value) -> None:
+    if not (value.is_python_constant() and isinstance(value.as_python_constant(), str)):
+        tx.raise_user_error(TypeError(f"{name} must be set to a string object"))
+
+
+def _dict_value(tx, name: str, value) -> None:
+    if not isinstance(value, DictVariable):
+        tx.raise_user_error(TypeError("__annotations__ must be set to a dict object"))
+
+
+# the dunder attributes a function made in the trace keeps in its `attrs` when set, each with
+# the check of the value (CPython's TypeError)
+_WRITABLE_DUNDERS = {
+    "__name__": _string_value,
+    "__qualname__": _string_value,
+    "__doc__": lambda tx, name, value: None,
+    "__module__": lambda tx, name, value: None,
+    "__annotations__": _dict_value,
+}
 
 
 class NestedFunctionVariable(BaseFunctionVariable):
@@ -339,30 +407,9 @@ class NestedFunctionVariable(BaseFunctionVariable):
     def var_getattr(self, tx, name):
         if name in self.attrs:
             return self.attrs[name]
-        if name == "__name__":
-            return ConstantVariable(self.code.co_name)
-        if name == "__qualname__":
-            return ConstantVariable(self.qualname)
-        if name == "__module__":
-            return ConstantVariable(self.f_globals.get("__name__"))
-        if name == "__doc__":
-            return ConstantVariable(_doc_of(self.code))
-        if name == "__code__":
-            return CodeVariable(self.code)
-        if name == "__defaults__":
-            return self.defaults if self.defaults is not None else ConstantVariable(None)
-        if name == "__kwdefaults__":
-            return self.kwdefaults if self.kwdefaults is not None else ConstantVariable(None)
-        if name == "__closure__":
-            return self.closure if self.closure is not None else ConstantVariable(None)
-        if name == "__annotations__":  # made once, so later reads see writes into it
-            pairs = self.annotations.unpack(tx) if self.annotations is not None else []
-            tx.output.side_effects.touch(self)
-            self.attrs[name] = DictVariable({k.as_python_constant(): v for k, v in zip(pairs[::2], pairs[1::2])})
-            self.annotations = None
-            return self.attrs[name]
-        if name == "__dict__":
-            return self._dict(tx)
+        value = read_attr(tx, self, _NESTED_FUNCTION_ATTRS, name)
+        if value is not None:
+            return value
         if self.func_dict is not None and name in self.func_dict.items:
             return self.func_dict.items[name]
         if name.startswith("__") and name.endswith("__"):
@@ -379,19 +426,13 @@ class NestedFunctionVariable(BaseFunctionVariable):
         if not (name.startswith("__") and name.endswith("__")) or name == "__wrapped__":
             self._dict(tx).call_method(tx, "__setitem__", [ConstantVariable(name), value], {})
             return
-        if name in ("__name__", "__qualname__"):
-            if not (value.is_python_constant() and isinstance(value.as_python_constant(), str)):
-                tx.raise_user_error(TypeError(f"{name} must be set to a string object"))
-            self.attrs[name] = value
-        elif name in ("__doc__", "__module__"):
-            self.attrs[name] = value
-        elif name == "__annotations__":
-            if not isinstance(value, DictVariable):
-                tx.raise_user_error(TypeError("__annotations__ must be set to a dict object"))
-            self.attrs[name] = value
+        check = _WRITABLE_DUNDERS.get(name)
+        if check is None:
+            return super().store_attr(tx, name, value)  # __dict__, __defaults__, __code__, ...: graph break
+        check(tx, name, value)
+        self.attrs[name] = value
+        if name == "__annotations__":
             self.annotations = None
-        else:
-            super().store_attr(tx, name, value)  # __dict__, __defaults__, __code__, ...: graph break
 
     def _dict(self, tx):
         if self.func_dict is None:
@@ -557,6 +598,13 @@ class MethodDescriptorVariable(VariableTracker):
         return f"{self.kind.__name__} of {self.fn.describe()}"
 
 
+_PARTIAL_ATTRS = {
+    "func": lambda tx, p, name: p.fn,
+    "args": lambda tx, p, name: TupleVariable(p.args),
+    "keywords": lambda tx, p, name: DictVariable(p.kwargs),
+}
+
+
 class PartialVariable(VariableTracker):
     """`functools.partial(fn, *args, **kwargs)` made or read during tracing."""
 
@@ -576,13 +624,8 @@ class PartialVariable(VariableTracker):
         return self.fn.call_function(tx, [*self.args, *args], {**self.kwargs, **kwargs})
 
     def var_getattr(self, tx, name):
-        if name == "func":
-            return self.fn
-        if name == "args":
-            return TupleVariable(self.args)
-        if name == "keywords":
-            return DictVariable(self.kwargs)
-        return super().var_getattr(tx, name)
+        value = read_attr(tx, self, _PARTIAL_ATTRS, name)
+        return value if value is not None else super().var_getattr(tx, name)
 
     def children(self) -> list:
         return [self.fn, *self.args, *self.kwargs.values()]

@@ -17,9 +17,64 @@ from ..guards.guard import GuardKind
 from ..guards.sources import global_source
 from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
+from .method_table import dispatch, one_arg, row
 from .objects import DELETED
 
 _MISSING = object()
+
+
+def _get(tx, g, name, args, kwargs):
+    value = g._lookup(tx, g._name(tx, args[0]))
+    if value is _MISSING:
+        return args[1] if len(args) == 2 else ConstantVariable(None)
+    return value
+
+
+def _setitem(tx, g, name, args, kwargs):
+    g.setitem_impl(tx, args[0], args[1])
+    return ConstantVariable(None)
+
+
+def _setdefault(tx, g, name, args, kwargs):
+    key = g._name(tx, args[0])
+    value = g._lookup(tx, key)
+    if value is _MISSING:
+        value = args[1] if len(args) == 2 else ConstantVariable(None)
+        g._store(tx, key, value)
+    return value
+
+
+def _pop(tx, g, name, args, kwargs):
+    """`pop(name[, default])`: the global's value, deleted (the default, or KeyError, if it has none)."""
+    key = g._name(tx, args[0])
+    value = g._lookup(tx, key)
+    if value is _MISSING:
+        if len(args) == 2:
+            return args[1]
+        tx.raise_user_error(KeyError(key))
+    g._store(tx, key, DELETED)
+    return value
+
+
+def _delitem(tx, g, name, args, kwargs):
+    _pop(tx, g, name, args, kwargs)
+    return ConstantVariable(None)
+
+
+def _at_most(n: int):
+    return lambda g, args, kwargs: len(args) <= n
+
+
+# the dict methods that read or write one global by its name (called with positional arguments)
+_GLOBALS_METHODS = {
+    "get": row(_get, when=_at_most(2)),
+    "__getitem__": row(lambda tx, g, name, args, kwargs: g.getitem_impl(tx, args[0]), when=one_arg),
+    "__contains__": row(lambda tx, g, name, args, kwargs: g.contains_impl(tx, args[0]), when=one_arg),
+    "__setitem__": row(_setitem, when=lambda g, args, kwargs: len(args) == 2),
+    "setdefault": row(_setdefault, when=_at_most(2)),
+    "pop": row(_pop, when=_at_most(2)),
+    "__delitem__": row(_delitem, when=_at_most(1)),
+}
 
 
 def is_module_namespace(tx, value: dict) -> bool:
@@ -89,35 +144,8 @@ class GlobalsDictVariable(VariableTracker):
     def call_method(self, tx, name, args, kwargs):
         if kwargs or not args:
             return self._whole_dict(tx, name)
-        if name == "get" and len(args) <= 2:
-            value = self._lookup(tx, self._name(tx, args[0]))
-            if value is _MISSING:
-                return args[1] if len(args) == 2 else ConstantVariable(None)
-            return value
-        if name == "__getitem__" and len(args) == 1:
-            return self.getitem_impl(tx, args[0])
-        if name == "__contains__" and len(args) == 1:
-            return self.contains_impl(tx, args[0])
-        if name == "__setitem__" and len(args) == 2:
-            self.setitem_impl(tx, args[0], args[1])
-            return ConstantVariable(None)
-        if name == "setdefault" and len(args) <= 2:
-            key = self._name(tx, args[0])
-            value = self._lookup(tx, key)
-            if value is _MISSING:
-                value = args[1] if len(args) == 2 else ConstantVariable(None)
-                self._store(tx, key, value)
-            return value
-        if name in ("pop", "__delitem__") and len(args) <= (2 if name == "pop" else 1):
-            key = self._name(tx, args[0])
-            value = self._lookup(tx, key)
-            if value is _MISSING:
-                if len(args) == 2:
-                    return args[1]
-                tx.raise_user_error(KeyError(key))
-            self._store(tx, key, DELETED)
-            return value if name == "pop" else ConstantVariable(None)
-        return self._whole_dict(tx, name)
+        result = dispatch(tx, self, _GLOBALS_METHODS, name, args, kwargs)
+        return result if result is not None else self._whole_dict(tx, name)
 
     def _whole_dict(self, tx, name: str):
         tx.unsupported(f"dict.{name} on {self.describe()}", category="unsupported call",

@@ -30,6 +30,7 @@ from .constant import ConstantVariable, is_constant_value
 from .containers import DICT_MUTATORS, DictVariable, _mutating_keys, missing_key_error
 from .dict_keys import TrackerKey, fixed_key, load_key, reconstruct_map
 from .iterators import iterator_of
+from .method_table import dispatch, no_arguments, row
 from .registry import guard as _guard, register
 import torch
 
@@ -40,6 +41,14 @@ class DefaultDictVariable(DictVariable):
     """A `collections.defaultdict`: a dict tracker with its `default_factory` tracker."""
 
     __slots__ = ("factory",)
+    METHODS = {
+        **DictVariable.METHODS,
+        "__missing__": row(lambda tx, d, name, args, kwargs: d.missing(tx, args[0].key_impl(tx)),
+                           when=lambda d, args, kwargs: len(args) == 1 and not kwargs and d.factory is not None),
+        "__copy__": row(lambda tx, d, name, args, kwargs: d.copy(), when=no_arguments),
+        "fromkeys": row(lambda tx, d, name, args, kwargs: _fromkeys(tx, None, args, kwargs),
+                        when=lambda d, args, kwargs: d.factory is not None),
+    }
 
     def __init__(self, items: dict, factory: VariableTracker, source=None, dict_type=_defaultdict):
         super().__init__(items, source, dict_type)
@@ -69,15 +78,6 @@ class DefaultDictVariable(DictVariable):
 
     def hasattr_impl(self, tx, name: str) -> bool:
         return hasattr(self.python_type(), name)
-
-    def call_method(self, tx, name, args, kwargs):
-        if name == "__missing__" and len(args) == 1 and not kwargs and self.factory is not None:
-            return self.missing(tx, args[0].key_impl(tx))
-        if name == "__copy__" and not args and not kwargs:
-            return self.copy()
-        if name == "fromkeys" and self.factory is not None:
-            return _fromkeys(tx, None, args, kwargs)
-        return super().call_method(tx, name, args, kwargs)
 
     def copy(self) -> DictVariable:
         return DefaultDictVariable(self.items, self.factory, dict_type=self.dict_type)
@@ -111,6 +111,30 @@ def _patch_dict(d, patch) -> None:
 
 _KEYED_METHODS = frozenset({"__getitem__", "get", "__contains__", "__setitem__", "__delitem__", "pop",
                             "setdefault", "__missing__"})
+
+
+def _keyed(tx, d, name, args, kwargs) -> VariableTracker:
+    """A lookup or a write by one key of a `PartialDictVariable`: that key probed (its value
+    read), then the defaultdict's method."""
+    key = d._probe(tx, args[0])
+    if name in DICT_MUTATORS:
+        d._will_write(tx, key, name in ("__delitem__", "pop"))
+    return DefaultDictVariable.call_method(d, tx, name, args, kwargs)
+
+
+def _keyed_contains(tx, d, name, args, kwargs) -> VariableTracker:
+    if len(args) != 1:
+        return _keyed(tx, d, name, args, kwargs)
+    key = d._probe(tx, args[0], read=False)
+    return ConstantVariable(key in d.items or key in d.unread)
+
+
+# the methods a PartialDictVariable traces (what needs every key breaks)
+_PARTIAL_METHODS = {
+    **dict.fromkeys(_KEYED_METHODS, row(_keyed, when=lambda d, args, kwargs: bool(args))),
+    "__contains__": row(_keyed_contains, when=lambda d, args, kwargs: bool(args)),
+    "__len__": row(lambda tx, d, name, args, kwargs: d.len_impl(tx), when=no_arguments),
+}
 
 
 class PartialDictVariable(DefaultDictVariable):
@@ -187,17 +211,10 @@ class PartialDictVariable(DefaultDictVariable):
         return super().missing(tx, key)
 
     def call_method(self, tx, name, args, kwargs):
-        if name == "__contains__" and len(args) == 1:
-            key = self._probe(tx, args[0], read=False)
-            return ConstantVariable(key in self.items or key in self.unread)
-        if name in _KEYED_METHODS and args:
-            key = self._probe(tx, args[0])
-            if name in DICT_MUTATORS:
-                self._will_write(tx, key, name in ("__delitem__", "pop"))
-            return super().call_method(tx, name, args, kwargs)
-        if name == "__len__" and not args and not kwargs:
-            return self.len_impl(tx)
-        self._whole(tx, f"{name}()")
+        result = dispatch(tx, self, _PARTIAL_METHODS, name, args, kwargs)
+        if result is None:
+            self._whole(tx, f"{name}()")
+        return result
 
     def _whole(self, tx, what: str):
         tx.unsupported(f"{what} of {self.describe()}, a dict with tensor keys read from outside (only "

@@ -23,24 +23,26 @@ _INTEGER = frozenset({torch.uint8, torch.int8, torch.int16, torch.int32, torch.i
 def read_scalar(tx, tensor, name: str):
     """The captured `tensor.<name>()` (no arguments), or None when this read is not captured
     (the caller breaks the graph, naming it)."""
-    dtype = tensor.example.dtype
-    if name == "item":
-        return _item(tx, tensor)
-    if name == "__int__":
-        if dtype is torch.bool:
-            return _item(tx, _converted(tx, tensor, torch.int64))
-        value = _item(tx, tensor)
-        return _apply(tx, torch.sym_int, value) if value.python_type() is float else value
-    if name == "__float__":
-        if dtype is torch.bool:
-            return _item(tx, _converted(tx, tensor, torch.float64))
-        value = _item(tx, tensor)
-        return _apply(tx, torch.sym_float, value) if value.python_type() is int else value
-    if name == "__index__":
-        return _item(tx, tensor) if dtype in _INTEGER else None
-    if name == "tolist":
-        return _tolist(tx, tensor)
-    return None
+    read = _READS.get(name)
+    return read(tx, tensor) if read is not None else None
+
+
+def _int(tx, tensor):
+    if tensor.example.dtype is torch.bool:
+        return _item(tx, _converted(tx, tensor, torch.int64))
+    value = _item(tx, tensor)
+    return _apply(tx, torch.sym_int, value) if value.python_type() is float else value
+
+
+def _float(tx, tensor):
+    if tensor.example.dtype is torch.bool:
+        return _item(tx, _converted(tx, tensor, torch.float64))
+    value = _item(tx, tensor)
+    return _apply(tx, torch.sym_float, value) if value.python_type() is int else value
+
+
+def _index(tx, tensor):
+    return _item(tx, tensor) if tensor.example.dtype in _INTEGER else None
 
 
 def _item(tx, tensor):
@@ -68,3 +70,7 @@ def _tolist(tx, tensor):
     return ListVariable([_tolist(tx, tx.output.call_op("call_function", operator.getitem,
                                                            [tensor, ConstantVariable(i)], {}))
                          for i in range(shape[0])])
+
+
+# the captured reads: method name -> reader(tx, tensor), its result or None (not captured)
+_READS = {"item": _item, "__int__": _int, "__float__": _float, "__index__": _index, "tolist": _tolist}

@@ -24,6 +24,7 @@ from .classes import ClassVariable
 from .constant import ConstantVariable
 from .containers import DictVariable, TupleVariable
 from .functions import BaseFunctionVariable, BoundMethodVariable
+from .method_table import read_attr
 
 _KIND = inspect.Parameter
 _PARAMETER_CONSTANTS = ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD", "VAR_POSITIONAL", "KEYWORD_ONLY", "VAR_KEYWORD")
@@ -76,6 +77,23 @@ def _parameters(tx, fn_vt, sig) -> list:
     return params
 
 
+def _not_traced(reason: str, category: str):
+    """The reader of an attribute that is not traced: a graph break with `reason`."""
+    def read(tx, vt, name):
+        tx.unsupported(reason, category=category)
+    return read
+
+
+_PARAMETER_ATTRS = {
+    "name": lambda tx, param, name: ConstantVariable(param.name),
+    "kind": lambda tx, param, name: ConstantVariable(param.kind),
+    "default": lambda tx, param, name: param.default_value(),
+    **dict.fromkeys(_PARAMETER_CONSTANTS, lambda tx, param, name: ConstantVariable(getattr(inspect.Parameter, name))),
+    "empty": lambda tx, param, name: ClassVariable(inspect.Parameter.empty),
+    "annotation": _not_traced(_ANNOTATIONS, "unsupported attribute"),
+}
+
+
 class ParameterVariable(VariableTracker):
     """An `inspect.Parameter`: name and kind fixed by the code; the default read on demand.
     Rebuilt as `inspect.signature(fn).parameters[name]`."""
@@ -98,19 +116,8 @@ class ParameterVariable(VariableTracker):
         return self.default_of()
 
     def var_getattr(self, tx, name):
-        if name == "name":
-            return ConstantVariable(self.name)
-        if name == "kind":
-            return ConstantVariable(self.kind)
-        if name == "default":
-            return self.default_value()
-        if name in _PARAMETER_CONSTANTS:
-            return ConstantVariable(getattr(inspect.Parameter, name))
-        if name == "empty":
-            return ClassVariable(inspect.Parameter.empty)
-        if name == "annotation":
-            tx.unsupported(_ANNOTATIONS, category="unsupported attribute")
-        return super().var_getattr(tx, name)
+        value = read_attr(tx, self, _PARAMETER_ATTRS, name)
+        return value if value is not None else super().var_getattr(tx, name)
 
     def children(self):
         return [self.sig]
@@ -128,6 +135,13 @@ class ParameterVariable(VariableTracker):
 
 def _parameter_of(sig, name):
     return sig.parameters[name]
+
+
+_SIGNATURE_ATTRS = {
+    "parameters": lambda tx, sig, name: DictVariable({p.name: p for p in sig.params}),
+    **dict.fromkeys(("bind", "bind_partial"), lambda tx, sig, name: MethodOfVariable(sig, name)),
+    "return_annotation": _not_traced(_ANNOTATIONS, "unsupported attribute"),
+}
 
 
 class SignatureVariable(VariableTracker):
@@ -150,13 +164,8 @@ class SignatureVariable(VariableTracker):
                                   for p in self.params])
 
     def var_getattr(self, tx, name):
-        if name == "parameters":
-            return DictVariable({p.name: p for p in self.params})
-        if name in ("bind", "bind_partial"):
-            return MethodOfVariable(self, name)
-        if name == "return_annotation":
-            tx.unsupported(_ANNOTATIONS, category="unsupported attribute")
-        return super().var_getattr(tx, name)
+        value = read_attr(tx, self, _SIGNATURE_ATTRS, name)
+        return value if value is not None else super().var_getattr(tx, name)
 
     def call_method(self, tx, name, args, kwargs):
         if name not in ("bind", "bind_partial"):
@@ -199,6 +208,14 @@ def _unwrap(value):
     return DictVariable({k: _unwrap(v) for k, v in value.items()})  # the **kwargs of VAR_KEYWORD
 
 
+_BOUND_ARGUMENTS_ATTRS = {
+    "arguments": lambda tx, bound, name: bound.arguments,
+    "signature": lambda tx, bound, name: bound.signature,
+    **dict.fromkeys(("args", "kwargs"), lambda tx, bound, name: _unwrap(getattr(bound._real(tx), name))),
+    "apply_defaults": _not_traced("inspect.BoundArguments.apply_defaults() is not traced", "unsupported call"),
+}
+
+
 class BoundArgumentsVariable(VariableTracker):
     """`inspect.BoundArguments`: `arguments` (a dict tracker, name -> argument), `args`,
     `kwargs` and `signature` computed from it as `inspect` does."""
@@ -224,15 +241,8 @@ class BoundArgumentsVariable(VariableTracker):
         return inspect.BoundArguments(self.signature.real(), arguments)
 
     def var_getattr(self, tx, name):
-        if name == "arguments":
-            return self.arguments
-        if name == "signature":
-            return self.signature
-        if name in ("args", "kwargs"):
-            return _unwrap(getattr(self._real(tx), name))
-        if name == "apply_defaults":
-            tx.unsupported("inspect.BoundArguments.apply_defaults() is not traced", category="unsupported call")
-        return super().var_getattr(tx, name)
+        value = read_attr(tx, self, _BOUND_ARGUMENTS_ATTRS, name)
+        return value if value is not None else super().var_getattr(tx, name)
 
     def children(self):
         return [self.signature, self.arguments]

@@ -8,7 +8,9 @@ reads `config.capture_scalar_outputs` captures (vars/scalar_reads.py).
 """
 from __future__ import annotations
 
+import enum
 import operator
+from dataclasses import dataclass
 
 import torch
 
@@ -19,14 +21,15 @@ from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import SizeVariable, TupleVariable
 from .dict_keys import TrackerKey
+from .method_table import read_attr
 from .registry import register
 from .requires_grad import set_requires_grad
 from .scalar_reads import read_scalar
 from .symbolic import tensor_metadata
-from .hooks.tensor import HOOK_METHODS, register_tensor_hook
-from .tensor_scalar_args import rewrite_method
-from . import factory
 from .hooks.intermediate import register_hook
+from .hooks.tensor import HOOK_METHODS, register_tensor_hook
+from . import factory
+from .tensor_scalar_args import rewrite_method
 
 # Attributes whose value only depends on what the tensor guard pins.
 _METADATA_ATTRS = frozenset({
@@ -34,49 +37,112 @@ _METADATA_ATTRS = frozenset({
     "is_sparse", "is_quantized", "is_meta", "is_mkldnn", "is_complex_dtype", "is_nested",
     "itemsize", "nbytes",
 })
-# Methods whose result only depends on metadata.
-_METADATA_METHODS = frozenset({
-    "dim", "ndimension", "numel", "nelement", "stride", "is_floating_point", "is_complex",
-    "is_contiguous", "element_size", "get_device", "is_signed", "storage_offset",
-    "is_inference", "has_names",
-})
 # Metadata the tensor guard does not pin: read from an input tensor, it is guarded then.
 _PINNED_ON_READ_ATTRS = frozenset({"is_leaf", "is_sparse", "is_quantized", "is_meta", "is_mkldnn", "is_nested",
                                    "layout"})
-_PINNED_ON_READ_METHODS = frozenset({"storage_offset", "is_inference", "is_contiguous", "has_names"})
-# Methods whose result holds SymInts when the tensor's sizes are symbolic (vars/symbolic.py).
-_SYMBOLIC_METHODS = frozenset({"size", "stride", "numel", "nelement", "storage_offset"})
 # Attributes computed by a graph op.
 _GRAPH_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
-
-_DATA_DEPENDENT = {
-    "item": "reads a tensor's value into Python",
-    "tolist": "reads a tensor's values into Python",
-    "numpy": "converts a tensor to a NumPy array",
-    "__bool__": "uses a tensor's value as a Python bool",
-    "__int__": "reads a tensor's value into a Python int",
-    "__float__": "reads a tensor's value into a Python float",
-    "__index__": "uses a tensor's value as a Python index",
-}
-# What `config.capture_scalar_outputs` captures (vars/scalar_reads.py)
-_SCALAR_READS = frozenset({"item", "tolist", "__int__", "__float__", "__index__"})
-_NOT_CAPTURED = {
-    "backward": "calls backward() inside the compiled region",
-    "retain_grad": "changes autograd state of a tensor",
-    "data_ptr": "reads a tensor's storage address",
-    "untyped_storage": "reads a tensor's storage",
-    "storage": "reads a tensor's storage",
-    "__setattr__": "sets an attribute on a tensor",
-    "set_": "swaps a tensor's storage",
-    "_is_view": "reads whether a tensor is a view (tensor guards do not pin it)",
-    "is_set_to": "compares tensors' storages (tensor guards do not pin sharing)",
-}
 _UNSUPPORTED_ATTRS = {
     "grad": "reads .grad of a tensor",
     "data": "reads .data of a tensor",
     "grad_fn": "reads the autograd graph of a tensor",
     "_version": "reads a tensor's version counter",
     "_base": "reads a view's base",
+}
+
+
+class How(enum.Enum):
+    """How a call of a tensor method is traced."""
+    GRAPH_OP = "a call_method node of the graph"
+    METADATA = "folded from the example value's metadata"
+    DATA_DEPENDENT = "a graph break: it reads the tensor's data into Python"
+    NOT_CAPTURED = "a graph break: it is not captured"
+    HOOK = "a hook registration (vars/tensor_hooks.py)"
+    REQUIRES_GRAD = "a change of requires_grad (vars/requires_grad.py)"
+
+
+@dataclass(frozen=True)
+class TensorMethod:
+    """The rule of a tensor method: how its calls are traced, and why."""
+    how: How
+    reason: str = ""  # DATA_DEPENDENT, NOT_CAPTURED: what the call does, in the break reason
+    scalar_read: bool = False  # DATA_DEPENDENT: captured under config.capture_scalar_outputs (vars/scalar_reads.py)
+    pinned: bool = False  # METADATA: not pinned by the tensor guard: read without arguments, guarded then
+    symbolic: bool = False  # METADATA: its result holds SymInts when the sizes are symbolic (vars/symbolic.py)
+    bare: bool = False  # METADATA only when called without arguments; else a graph op
+    on_intermediate: bool = False  # HOOK: also on a tensor computed in the trace (vars/intermediate_hooks.py)
+
+
+_GRAPH_OP = TensorMethod(How.GRAPH_OP)
+_METADATA = TensorMethod(How.METADATA)
+_HOOK = TensorMethod(How.HOOK)
+
+# How each tensor method is traced; a method without a rule is a graph op.
+TENSOR_METHODS: dict[str, TensorMethod] = {
+    "item": TensorMethod(How.DATA_DEPENDENT, "reads a tensor's value into Python", scalar_read=True),
+    "tolist": TensorMethod(How.DATA_DEPENDENT, "reads a tensor's values into Python", scalar_read=True),
+    "numpy": TensorMethod(How.DATA_DEPENDENT, "converts a tensor to a NumPy array"),
+    "__bool__": TensorMethod(How.DATA_DEPENDENT, "uses a tensor's value as a Python bool"),
+    "__int__": TensorMethod(How.DATA_DEPENDENT, "reads a tensor's value into a Python int", scalar_read=True),
+    "__float__": TensorMethod(How.DATA_DEPENDENT, "reads a tensor's value into a Python float", scalar_read=True),
+    "__index__": TensorMethod(How.DATA_DEPENDENT, "uses a tensor's value as a Python index", scalar_read=True),
+    "backward": TensorMethod(How.NOT_CAPTURED, "calls backward() inside the compiled region"),
+    "retain_grad": TensorMethod(How.NOT_CAPTURED, "changes autograd state of a tensor"),
+    "data_ptr": TensorMethod(How.NOT_CAPTURED, "reads a tensor's storage address"),
+    "untyped_storage": TensorMethod(How.NOT_CAPTURED, "reads a tensor's storage"),
+    "storage": TensorMethod(How.NOT_CAPTURED, "reads a tensor's storage"),
+    "__setattr__": TensorMethod(How.NOT_CAPTURED, "sets an attribute on a tensor"),
+    "set_": TensorMethod(How.NOT_CAPTURED, "swaps a tensor's storage"),
+    "_is_view": TensorMethod(How.NOT_CAPTURED, "reads whether a tensor is a view (tensor guards do not pin it)"),
+    "is_set_to": TensorMethod(How.NOT_CAPTURED, "compares tensors' storages (tensor guards do not pin sharing)"),
+    "requires_grad_": TensorMethod(How.REQUIRES_GRAD),
+    **dict.fromkeys(HOOK_METHODS, _HOOK),
+    "register_hook": TensorMethod(How.HOOK, on_intermediate=True),
+    **dict.fromkeys(("dim", "ndimension", "is_floating_point", "is_complex", "element_size", "get_device",
+                     "is_signed"), _METADATA),
+    "size": TensorMethod(How.METADATA, symbolic=True),
+    "stride": TensorMethod(How.METADATA, symbolic=True),
+    "numel": TensorMethod(How.METADATA, symbolic=True),
+    "nelement": TensorMethod(How.METADATA, symbolic=True),
+    "storage_offset": TensorMethod(How.METADATA, pinned=True, symbolic=True),
+    "is_inference": TensorMethod(How.METADATA, pinned=True),
+    "is_contiguous": TensorMethod(How.METADATA, pinned=True),
+    "type": TensorMethod(How.METADATA, bare=True),
+}
+
+
+def _read_shape(tx, t, name):
+    if tx.output.shapes is not None:  # sizes may be symbolic (Note [Symbolic sizes])
+        return tensor_metadata(tx, t, "size", (), t.example.shape)
+    return SizeVariable([ConstantVariable(s) for s in t.example.shape])
+
+
+def _read_unsupported(tx, t, name):
+    tx.unsupported(f"code {_UNSUPPORTED_ATTRS[name]} ({t.describe()})", category="unsupported tensor attribute")
+
+
+def _read_grad_fn(tx, t, name):
+    if t._grad_fn_is_none(tx):
+        return ConstantVariable(None)
+    return _read_unsupported(tx, t, name)
+
+
+def _read_grad(tx, t, name):
+    grad = t._input_grad(tx)
+    return grad if grad is not None else _read_unsupported(tx, t, name)
+
+
+# How each tensor attribute is read (the pinned-on-read metadata is not folded from the
+# example alone; .grad_fn and .grad are read where they are known, else break).
+TENSOR_ATTRS = {
+    "shape": _read_shape,
+    **dict.fromkeys(_METADATA_ATTRS, lambda tx, t, name: ConstantVariable(getattr(t.example, name))),
+    **dict.fromkeys(_PINNED_ON_READ_ATTRS, lambda tx, t, name: ConstantVariable(t._pinned(tx, AttrSource, name))),
+    **dict.fromkeys(_GRAPH_ATTRS, lambda tx, t, name: tx.output.call_op("call_function", getattr,
+                                                                        [t, ConstantVariable(name)], {})),
+    **dict.fromkeys(_UNSUPPORTED_ATTRS, _read_unsupported),
+    "grad_fn": _read_grad_fn,
+    "grad": _read_grad,
 }
 
 
@@ -99,24 +165,10 @@ class TensorVariable(VariableTracker):
         return f"{what} (shape {tuple(e.shape)}, {e.dtype})"
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        if name == "shape":
-            if tx.output.shapes is not None:  # sizes may be symbolic (Note [Symbolic sizes])
-                return tensor_metadata(tx, self, "size", (), self.example.shape)
-            return SizeVariable([ConstantVariable(s) for s in self.example.shape])
-        if name in _PINNED_ON_READ_ATTRS:
-            return ConstantVariable(self._pinned(tx, AttrSource, name))
-        if name in _METADATA_ATTRS:
-            return ConstantVariable(getattr(self.example, name))
-        if name in _GRAPH_ATTRS:
-            return tx.output.call_op("call_function", getattr, [self, ConstantVariable(name)], {})
-        if name == "grad_fn" and self._grad_fn_is_none(tx):
-            return ConstantVariable(None)
-        if name == "grad" and (grad := self._input_grad(tx)) is not None:
-            return grad
-        if name in _UNSUPPORTED_ATTRS:
-            tx.unsupported(f"code {_UNSUPPORTED_ATTRS[name]} ({self.describe()})",
-                           category="unsupported tensor attribute")
-        if name in _NOT_CAPTURED or name in _DATA_DEPENDENT or callable(getattr(torch.Tensor, name, None)):
+        value = read_attr(tx, self, TENSOR_ATTRS, name)
+        if value is not None:
+            return value
+        if name in TENSOR_METHODS or callable(getattr(torch.Tensor, name, None)):
             return TensorMethodVariable(self, name)
         if not hasattr(self.cls, name) and (value := self.instance_attr(tx, name)) is not None:
             return value
@@ -165,42 +217,48 @@ class TensorVariable(VariableTracker):
         return None
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
-        if name in _DATA_DEPENDENT:
-            captured = name in _SCALAR_READS and not args and not kwargs
-            if captured and config.capture_scalar_outputs:
-                value = read_scalar(tx, self, name)
-                if value is not None:
-                    return value
-            hint = "keep the value as a tensor (e.g. use torch.where) or move this line outside the compiled function"
-            if captured and not config.capture_scalar_outputs:
-                hint = "set bytegraph.config.capture_scalar_outputs = True to capture it, or " + hint
-            tx.unsupported(f"{self.describe()}.{name}() {_DATA_DEPENDENT[name]}", category="data-dependent",
-                           hint=hint)
-        if name == "register_hook" and self.source is None:
-            return register_hook(tx, self, args, kwargs)
-        if name in _NOT_CAPTURED:
-            tx.unsupported(f"{name}() {_NOT_CAPTURED[name]}", category="unsupported tensor method")
-        if name == "requires_grad_":
+        rule = TENSOR_METHODS.get(name, _GRAPH_OP)
+        if rule.how is How.DATA_DEPENDENT:
+            return self._data_dependent(tx, name, rule, args, kwargs)
+        if rule.how is How.NOT_CAPTURED:
+            tx.unsupported(f"{name}() {rule.reason}", category="unsupported tensor method")
+        if rule.how is How.REQUIRES_GRAD:
             return set_requires_grad(tx, self, args, kwargs)
-        if name in HOOK_METHODS:
+        if rule.how is How.HOOK:
             if self.source is None:  # a hook on an intermediate (issue 17)
-                tx.unsupported(f"{name}() registers a tensor hook",
-                               category="unsupported tensor method")
+                if rule.on_intermediate:
+                    return register_hook(tx, self, args, kwargs)
+                tx.unsupported(f"{name}() registers a tensor hook", category="unsupported tensor method")
             return register_tensor_hook(tx, self, name, args, kwargs)
-        if name in _METADATA_METHODS or (name == "size") or (name == "type" and not args and not kwargs):
-            if name in _PINNED_ON_READ_METHODS and not args and not kwargs:
-                return _wrap_metadata(self._pinned(tx, MethodResultSource, name))
-            if name in _SYMBOLIC_METHODS and not kwargs and tx.output.shapes is not None:
-                values = [a.as_python_constant() for a in args]
-                return tensor_metadata(tx, self, name, tuple(values), getattr(self.example, name)(*values))
-
-            return factory.fold_call(tx, getattr(self.example, name), args, kwargs, f"Tensor.{name}",
-                             wrap_result=_wrap_metadata)
+        if rule.how is How.METADATA and not (rule.bare and (args or kwargs)):
+            return self._metadata(tx, name, rule, args, kwargs)
         if kwargs:
             rewritten = rewrite_method(tx, name, [self, *args], kwargs)
             if rewritten is not None:
                 return rewritten
         return tx.output.call_op("call_method", name, [self, *args], kwargs)
+
+    def _data_dependent(self, tx, name: str, rule: TensorMethod, args: list, kwargs: dict):
+        """A read of the tensor's data: captured (a scalar read the config captures), else a break."""
+        captured = rule.scalar_read and not args and not kwargs
+        if captured and config.capture_scalar_outputs:
+            value = read_scalar(tx, self, name)
+            if value is not None:
+                return value
+        hint = "keep the value as a tensor (e.g. use torch.where) or move this line outside the compiled function"
+        if captured and not config.capture_scalar_outputs:
+            hint = "set bytegraph.config.capture_scalar_outputs = True to capture it, or " + hint
+        tx.unsupported(f"{self.describe()}.{name}() {rule.reason}", category="data-dependent", hint=hint)
+
+    def _metadata(self, tx, name: str, rule: TensorMethod, args: list, kwargs: dict):
+        """A metadata method, folded from the example (guarded where the tensor guard does not
+        pin it; symbolic where the sizes are)."""
+        if rule.pinned and not args and not kwargs:
+            return _wrap_metadata(self._pinned(tx, MethodResultSource, name))
+        if rule.symbolic and not kwargs and tx.output.shapes is not None:
+            values = [a.as_python_constant() for a in args]
+            return tensor_metadata(tx, self, name, tuple(values), getattr(self.example, name)(*values))
+        return factory.fold_call(tx, getattr(self.example, name), args, kwargs, f"Tensor.{name}", wrap_result=_wrap_metadata)
 
     def _pinned(self, tx, source_kind, name: str, real=None):
         """Attribute (or no-argument method result) `name` that the tensor guard does not pin:

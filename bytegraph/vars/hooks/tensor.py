@@ -45,9 +45,9 @@ from ..base import MethodOfVariable, VariableTracker
 from ..constant import ConstantVariable
 from ..lazy_int import UnpinnedIntVariable, wrap_int
 from ..registry import guard, register
+from ..method_table import dispatch, no_arguments, row
 
 HOOK_METHODS = frozenset({"register_hook", "register_post_accumulate_grad_hook"})
-_HANDLE_METHODS = frozenset({"remove", "__enter__", "__exit__"})
 
 
 class HookRecord:
@@ -102,6 +102,19 @@ def register_tensor_hook(tx, tensor, method: str, args: list, kwargs: dict) -> V
     return handle
 
 
+def _remove_handle(tx, handle, name, args, kwargs) -> VariableTracker:
+    handle._remove(tx)
+    return ConstantVariable(None)
+
+
+# a handle's methods: `remove()`, and `with handle:` (which removes the hook at its exit)
+_HANDLE_METHODS = {
+    "__enter__": row(lambda tx, handle, name, args, kwargs: handle, when=no_arguments),
+    "remove": row(_remove_handle, when=no_arguments),
+    "__exit__": row(_remove_handle, when=lambda handle, args, kwargs: len(args) == 3),
+}
+
+
 class RemovableHandleVariable(VariableTracker):
     """A `torch.utils.hooks.RemovableHandle`: made by a registration in the trace (no
     source; rebuilt as the replayed registration's result), or read from outside."""
@@ -134,12 +147,10 @@ class RemovableHandleVariable(VariableTracker):
         return hasattr(RemovableHandle, name) or name in ("id", "hooks_dict_ref", "extra_dict_ref")
 
     def call_method(self, tx, name, args, kwargs):
-        if name == "__enter__" and not args and not kwargs:
-            return self
-        if name == "remove" and not args and not kwargs or name == "__exit__" and len(args) == 3:
-            self._remove(tx)
-            return ConstantVariable(None)
-        tx.unsupported(f"method {name}() of {self.describe()}", category="unsupported hook handle")
+        result = dispatch(tx, self, _HANDLE_METHODS, name, args, kwargs)
+        if result is None:
+            tx.unsupported(f"method {name}() of {self.describe()}", category="unsupported hook handle")
+        return result
 
     def _remove(self, tx) -> None:
         if self.source is not None:
