@@ -13,8 +13,9 @@ reaches back up: tests/test_import_cycles.py):
   `polyfills/`, `trace_rules` (merges them);
 - `builder`: `wrap(tx, value, source)`, the registry's user.
 This module is the manifest at the top: it imports every module once, so every builder,
-handler, factory and polyfill is registered before the first capture. A new kind is a
-new module, registered here and in the tables it fills.
+handler, factory and polyfill is registered, and then merges the trace-rule tables
+(`trace_rules.merge_tables`), before the first capture. A new kind is a new module, named
+here, whose rows fill the tables (docs/architecture.md, "Adding a kind").
 """
 from . import (autocast, autograd_function, autograd_ops, base, builder, builtin_methods, builtins,  # noqa: F401
                class_lookup, classes, code_object, constant, constant_results, construction, context,
@@ -27,3 +28,5 @@ from . import (autocast, autograd_function, autograd_ops, base, builder, builtin
                trace_rules, typing_forms)
 from .autocast import emit, state, trackers  # noqa: F401
 from .hooks import intermediate, module, tensor as tensor_hooks  # noqa: F401
+
+trace_rules.merge_tables()

@@ -25,9 +25,10 @@
 None: not a callable the rules decide (a class outside the tables, a bound method, a
 partial, an object with `__call__`); the tracker of the value's kind decides.
 
-The tables stay next to their handlers, declarative (callable -> handler); this module
-merges them once, at import, into `RULES` (a callable is in at most one of them: a test
-checks it). Table entries are looked up by the value itself (equal bound builtins, such as
+The tables stay next to their handlers, declarative (callable -> handler), filled by the
+modules that define the rows (`registry.handles`, `polyfills.registry.polyfill`, ...); the
+manifest `vars/__init__.py` imports every module and then calls `merge_tables()` once, which
+merges them into `RULES` (a callable is in at most one of them: a test checks it). Table entries are looked up by the value itself (equal bound builtins, such as
 two reads of `itertools.chain.from_iterable`, find the same rule); a Python function's
 rule depends only on its module and is memoized per module name; a torch op outside the
 tables gets its rule from `torch_op_rule` (`derived_rule`: GRAPH_OP, or BREAK with the
@@ -45,7 +46,6 @@ import warnings
 from dataclasses import dataclass
 
 from .factory import provides
-from . import context_vars, counter, dataclass_fields, deque, keyed_dicts, logging_calls, mappings, namedtuples, polyfills, signatures, super_object  # noqa: F401  (their HANDLERS entries)
 from .environ import ENVIRON_FUNCTIONS, ENVIRON_READS
 from .typing_forms import FOLDS as TYPING_FOLDS
 from .autograd_function import APPLY as AUTOGRAD_APPLY
@@ -129,12 +129,19 @@ def _table() -> dict:
     return rules
 
 
-RULES = _table()
+RULES: dict = {}  # callable -> Rule, every table merged (`merge_tables`)
 
 # The types of every callable in RULES and of the dispatcher's ops: only values of these
 # types (or of a metaclass, for classes) can have a table or derived rule, so the builder
 # asks `table_rule` for them alone.
-RULE_TYPES = frozenset(type(fn) for fn in RULES) | torch_op_rule.OP_TYPES
+RULE_TYPES: set = set()
+
+
+def merge_tables() -> None:
+    """Fill `RULES` and `RULE_TYPES` from every table; called once by the manifest
+    (`vars/__init__.py`) after it imported every module that fills a table."""
+    RULES.update(_table())
+    RULE_TYPES.update({type(fn) for fn in RULES} | torch_op_rule.OP_TYPES)
 
 C_FUNCTION_TYPES = (types.BuiltinFunctionType, types.MethodWrapperType, types.WrapperDescriptorType,
                     types.MethodDescriptorType)
