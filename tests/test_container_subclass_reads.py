@@ -2,7 +2,6 @@
 `list.index`, `set.__contains__`...) called on an instance of a user subclass read from the
 caller's world (a registry class whose own `get` calls `super().get`): run at trace time,
 the result guarded at `dict.get(<object>, key)`; mutating ones stay graph breaks."""
-import pytest
 import torch
 
 import bytegraph

@@ -6,7 +6,6 @@ import dataclasses
 from dataclasses import InitVar, dataclass, field, fields
 from typing import ClassVar
 
-import pytest
 import torch
 
 import bytegraph

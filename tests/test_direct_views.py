@@ -4,7 +4,7 @@ view state), torch's dispatch is skipped for it, and compiled programs that view
 through views and read strides behave as eager."""
 import pytest
 import torch
-from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 from bytegraph.graph import fake_mode as fm
 from helpers import check

@@ -2,7 +2,6 @@
 maps alias names, as transformers' `PretrainedConfig` does): the Python hook is traced, its
 `super().__getattribute__(name)` is the plain lookup; a hook combined with `__getattr__`
 breaks with a reason. Differential: eager vs compiled."""
-import pytest
 import torch
 
 import bytegraph

@@ -6,7 +6,6 @@ resumes (the resume function receives the real enumerate), and an enumerate pass
 advanced by the compiled function is left where eager leaves it (the replay advances it; its
 iterator's own replay leaves those steps out). Over lists, tuples and dict values (a
 ModuleList), with `start`, across nested breaks."""
-import pytest
 import torch
 
 import bytegraph

@@ -12,7 +12,6 @@ import operator
 import re
 import typing
 
-import pytest
 import torch
 
 import bytegraph

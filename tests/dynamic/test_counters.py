@@ -3,7 +3,6 @@ agree with eager on every call. The counter (a global, a closure cell, an object
 module attribute, a default, a module buffer) changes on each call and reaches tensor
 arithmetic or the return value: after its first change it is a graph input."""
 import math
-import types
 
 import pytest
 import torch

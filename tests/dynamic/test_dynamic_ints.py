@@ -4,9 +4,7 @@ reaches tensor arithmetic becomes a SymInt graph input after its first change; a
 that needs its value in Python (an index, `range`, a dict key) specializes exactly that."""
 import pytest
 import torch
-from torch import nn
 
-import bytegraph
 from dynamic_support import check_calls
 
 VALUES = (2, 3, 5, 4, 7)

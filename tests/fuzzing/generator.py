@@ -687,7 +687,7 @@ class ProgramGenerator:
                    f"{s}T.add_({self.t()}.detach())", f"LOG.append(({s!r}, {s}))"]
         if self.frame.root:
             effects += [f"st.log.append({s})", f"st.d['e'] = {d}", f"st.last = {self.t()} * {s}", "st.count += 1",
-                        f"del st.d['a']" if self.r.random() < 0.2 else "st.items.append(0)"]
+                        "del st.d['a']" if self.r.random() < 0.2 else "st.items.append(0)"]
         for i, eff in enumerate(self.r.sample(effects, self.r.randint(2, 4))):
             self.emit(eff, ind)
             if i == 0:

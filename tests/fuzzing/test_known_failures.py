@@ -13,7 +13,6 @@ then reduced by hand; it runs through the fuzz runner exactly like a generated p
 (eager vs compiled in fresh namespaces, outputs, stdout, exceptions, state, grads compared).
 When a fix makes an xfail pass, remove its marker and the feature's entry in `CI_EXCLUDED`.
 """
-import pytest
 
 from .generator import PREAMBLE
 from .profiles import CI_EXCLUDED
