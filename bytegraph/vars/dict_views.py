@@ -11,9 +11,9 @@ view made during tracing is rebuilt as `<dict>.keys()` on the rebuilt (same) dic
 from __future__ import annotations
 
 import operator
-import types
 
 from .factory import provides
+from .mapping_proxy import MappingProxyVariable
 from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, SetVariable, TupleVariable
@@ -168,54 +168,6 @@ def view_operator(tx, fn, a, b) -> VariableTracker:
     if fn in _SET_OPERATORS:
         tx.raise_user_error(TypeError(f"unsupported operand type(s) for {_SET_OPERATORS[fn]}: {names}"))
     tx.unsupported(f"operator {fn.__name__} on {a.describe()} and {b.describe()}", category="unsupported operator")
-
-
-_PROXY_METHODS = frozenset({"keys", "values", "items", "get", "copy", "__contains__", "__len__", "__getitem__",
-                            "__iter__", "__reversed__"})
-
-
-class MappingProxyVariable(VariableTracker):
-    """`view.mapping`: a read-only `types.MappingProxyType` over the view's dict."""
-
-    __slots__ = ("dict_vt",)
-
-    def __init__(self, dict_vt: DictVariable):
-        super().__init__(None)
-        self.dict_vt = dict_vt
-
-    def python_type(self) -> type:
-        return types.MappingProxyType
-
-    def unpack(self, tx) -> list:
-        return self.dict_vt.unpack(tx)
-
-    def iterate(self, tx):
-        return self.dict_vt.iterate(tx)
-
-    def truth(self, tx) -> bool:
-        return bool(self.dict_vt.items)
-
-    def children(self):
-        return (self.dict_vt,)
-
-    def var_getattr(self, tx, name: str) -> VariableTracker:
-        if name in _PROXY_METHODS:
-            return MethodOfVariable(self, name)
-        return super().var_getattr(tx, name)
-
-    def call_method(self, tx, name, args, kwargs):
-        if name in _PROXY_METHODS:
-            return self.dict_vt.call_method(tx, name, args, kwargs)
-        if name in ("__setitem__", "__delitem__"):
-            tx.raise_user_error(TypeError(f"'mappingproxy' object does not support item "
-                                          f"{'assignment' if name == '__setitem__' else 'deletion'}"))
-        tx.unsupported(f"method {name}() of a mappingproxy", category="unsupported call")
-
-    def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_const(types.MappingProxyType)
-        cg.reconstruct(self.dict_vt)
-        cg.call(1)
 
 
 provides("dict_view")(DictViewVariable)

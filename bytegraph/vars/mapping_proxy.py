@@ -1,4 +1,5 @@
-"""`types.MappingProxyType(mapping)` made in the trace: a read-only live view of a mapping.
+"""`types.MappingProxyType(mapping)` made in the trace, and a dict view's `view.mapping`: a
+read-only live view of a mapping.
 
 The proxy holds the tracker of its mapping and answers every read through it, so a write to
 the dict after the proxy was made is seen through the proxy, as in eager: `len`, `in`,
