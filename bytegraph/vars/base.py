@@ -186,6 +186,13 @@ class VariableTracker:
         """`value[key] = item` (STORE_SUBSCR, `operator.setitem`)."""
         self.call_method(tx, "__setitem__", [key, value], {})
 
+    def binary_op_impl(self, tx: TraceContext, op, other: "VariableTracker", reflected: bool = False):
+        """`op(self, other)` (`op(other, self)` when `reflected`) for a builtin binary or
+        comparison operator this kind models between builtin values (`list + list`, `d1 | d2`,
+        `==` of containers), or None to let the other operand's kind, then the generic
+        rules, answer (as CPython's `nb_add`/`tp_richcompare` slots return NotImplemented)."""
+        return None
+
     def hasattr_impl(self, tx: TraceContext, name: str) -> bool:
         """`hasattr(value, name)`, guarded where the answer comes from a real object."""
         tx.unsupported(f"hasattr() on {self.describe()}", category="unsupported builtin")

@@ -21,7 +21,7 @@ from ..guards.guard import Guard, GuardKind
 from ..guards.sources import ObjectSource
 from ..hints import graph_break
 from . import builtin_methods
-from . import dunders, factory, object_protocol
+from . import dunders, factory
 from .factory import provides
 from .registry import HANDLERS, handles
 from .base import CallableValueVariable, VariableTracker
@@ -31,7 +31,6 @@ from .constant import ConstantVariable
 from .functions import BoundMethodVariable, PartialVariable, UserFunctionVariable
 from .containers import BaseListVariable, DictVariable, ListVariable, SetVariable, TupleVariable
 from .dunders import handles_operator, is_user_instance, user_operator, user_str
-from .dict_views import DictViewVariable, view_operator
 from .exceptions import ExceptionVariable, TracebackVariable
 from .iterators import (EnumerateIteratorVariable, FilterIteratorVariable, IteratorVariable, MapIteratorVariable,
                         ZipIteratorVariable, iterator_of)
@@ -142,51 +141,24 @@ _INPLACE_METHODS = {operator.imul: "__imul__", operator.ior: "__ior__", operator
 
 
 def _sequence_operator(tx, fn, args):
+    """A binary operator between builtin values: the left operand's kind, then the right's
+    (reflected), then what holds for any two values (`==` of one tracker, or of a constant and
+    a value that is not one)."""
     if len(args) == 2:
         a, b = args
-        if isinstance(a, DictViewVariable) or isinstance(b, DictViewVariable):
-            return view_operator(tx, fn, a, b)
-        if fn is operator.add and isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable) \
-                and issubclass(b.python_type(), a.python_type()) or (
-                fn is operator.add and isinstance(a, TupleVariable) and isinstance(b, TupleVariable)):
-            return a.new_like(a.items + b.items)
-        if fn is operator.mul and isinstance(a, BaseListVariable) and b.is_python_constant():
-            return a.new_like(a.items * b.as_python_constant())
-        if fn is operator.mul and isinstance(b, BaseListVariable) and a.is_python_constant():
-            return b.new_like(b.items * a.as_python_constant())
-        if fn is operator.or_ and isinstance(a, DictVariable) and isinstance(b, DictVariable):
-            return a.merged(b)
+        result = a.binary_op_impl(tx, fn, b)
+        if result is None:
+            result = b.binary_op_impl(tx, fn, a, reflected=True)
+        if result is not None:
+            return result
         if fn in (operator.eq, operator.ne):
-            return _equality(tx, fn, a, b)
+            if a is b:
+                return ConstantVariable(fn is operator.eq)
+            if a.is_python_constant() != b.is_python_constant():
+                return ConstantVariable(fn is operator.ne)
+            tx.unsupported(f"comparing {a.describe()} with {b.describe()}", category="unsupported operator")
     tx.unsupported(f"operator {fn.__name__} on " + ", ".join(a.describe() for a in args),
                    category="unsupported operator")
-
-
-def _sequence_family(kind: type) -> type:
-    """Which sequences compare equal by items: tuples with tuples, lists with lists, deques
-    with deques."""
-    return next((base for base in (tuple, list) if issubclass(kind, base)), kind)
-
-
-def _equality(tx, fn, a, b):
-    if isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable):
-        same = len(a.items) == len(b.items) and _sequence_family(a.python_type()) is _sequence_family(
-            b.python_type()) and object_protocol.items_equal(tx, a.items, b.items)
-        return ConstantVariable(same is (fn is operator.eq))
-    if isinstance(a, DictVariable) and isinstance(b, DictVariable):
-        if not (a.plain_equality and b.plain_equality):
-            tx.unsupported(f"comparing {a.describe()} with {b.describe()} holding values that are not constants",
-                           category="unsupported operator")
-        same = a.items.keys() == b.items.keys() and object_protocol.items_equal(tx, a.items.values(), [
-            b.items[k] for k in a.items])
-        if a.order_sensitive and b.order_sensitive:
-            same = same and list(a.items) == list(b.items)
-        return ConstantVariable(same is (fn is operator.eq))
-    if a is b:
-        return ConstantVariable(fn is operator.eq)
-    if a.is_python_constant() != b.is_python_constant():
-        return ConstantVariable(fn is operator.ne)
-    tx.unsupported(f"comparing {a.describe()} with {b.describe()}", category="unsupported operator")
 
 
 @handles(operator.is_, operator.is_not)

@@ -9,6 +9,7 @@ replays its final state on the real object, keeping its identity.
 from __future__ import annotations
 
 import collections
+import operator
 
 import torch
 
@@ -21,6 +22,7 @@ from .constant import ConstantVariable, is_constant_value
 from .dict_keys import TrackerKey, has_tracker_keys, key_tracker, reconstruct_map
 from . import factory
 from .sorting import sort_in_place
+from .object_protocol import items_equal
 from .method_table import dispatch, mutator, no_args, no_arguments, no_kwargs, one_arg, row
 
 # the methods that change the receiver, from the table of builtin methods; OrderedDict's
@@ -197,6 +199,21 @@ class BaseListVariable(VariableTracker):
 
     def new_like(self, items) -> "BaseListVariable":
         return type(self)(items)
+
+    def binary_op_impl(self, tx, op, other, reflected: bool = False):
+        """`+` of two sequences of one family (a list, a tuple, a deque: what `new_like`
+        makes), `*` by a constant count, `==`/`!=` item by item."""
+        if op is operator.add and not reflected and isinstance(other, BaseListVariable) and (
+                issubclass(other.python_type(), self.python_type())
+                or isinstance(self, TupleVariable) and isinstance(other, TupleVariable)):
+            return self.new_like(self.items + other.items)
+        if op is operator.mul and other.is_python_constant() and isinstance(other.as_python_constant(), int):
+            return self.new_like(self.items * other.as_python_constant())
+        if op in (operator.eq, operator.ne) and isinstance(other, BaseListVariable):
+            same = len(self.items) == len(other.items) and _sequence_family(self.python_type()) is \
+                _sequence_family(other.python_type()) and items_equal(tx, self.items, other.items)
+            return ConstantVariable(same is (op is operator.eq))
+        return None
 
     def reconstruct(self, cg) -> None:
         if self.source is not None:
@@ -585,6 +602,22 @@ class DictVariable(VariableTracker):
         """Whether `==` between two of this kind also compares the order (OrderedDict)."""
         return issubclass(self.dict_type, collections.OrderedDict)
 
+    def binary_op_impl(self, tx, op, other, reflected: bool = False):
+        """`d1 | d2` of two dicts and `==`/`!=` by keys and values (and order, for two
+        OrderedDicts)."""
+        if op is operator.or_ and not reflected and isinstance(other, DictVariable):
+            return self.merged(other)
+        if op in (operator.eq, operator.ne) and isinstance(other, DictVariable):
+            a, b = (other, self) if reflected else (self, other)
+            if not (a.plain_equality and b.plain_equality):
+                tx.unsupported(f"comparing {a.describe()} with {b.describe()} holding values that are not constants",
+                               category="unsupported operator")
+            same = a.items.keys() == b.items.keys() and items_equal(tx, a.items.values(), [b.items[k] for k in a.items])
+            if a.order_sensitive and b.order_sensitive:
+                same = same and list(a.items) == list(b.items)
+            return ConstantVariable(same is (op is operator.eq))
+        return None
+
     def merged(self, other: "DictVariable") -> "DictVariable":
         """`self | other` for two plain or ordered dicts (an OrderedDict operand makes one)."""
         kind = collections.OrderedDict if self.order_sensitive or other.order_sensitive else dict
@@ -955,3 +988,9 @@ class SetVariable(VariableTracker):
 provides("tuple_of")(TupleVariable)
 provides("list_of")(ListVariable)
 provides("size_of")(SizeVariable)
+
+
+def _sequence_family(kind: type) -> type:
+    """Which sequences compare equal by items: tuples with tuples, lists with lists, deques
+    with deques."""
+    return next((base for base in (tuple, list) if issubclass(kind, base)), kind)

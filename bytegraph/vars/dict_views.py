@@ -87,6 +87,10 @@ class DictViewVariable(VariableTracker):
     def children(self):
         return (self.dict_vt,)
 
+    def binary_op_impl(self, tx, op, other, reflected: bool = False):
+        """Set operators, orderings and `==` with a view operand (`d.keys() | {...}`)."""
+        return view_operator(tx, op, other, self) if reflected else view_operator(tx, op, self, other)
+
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if name == "mapping":
             return MappingProxyVariable(self.dict_vt)
