@@ -132,8 +132,8 @@ MODELS: dict[str, ModelCase] = {case.name: case for case in [
 # The models bytegraph captures whole (`fullgraph=True`, one graph): tests/models checks each,
 # and `make bench` times each against torch.compile (bench/model_workloads.py).
 ONE_GRAPH = ["gpt2", "bert", "roberta", "distilbert", "albert", "electra", "llama", "mistral", "qwen2", "gemma", "phi",
-             "falcon", "bloom", "opt", "gpt_neo", "gptj", "t5", "bart", "mbart", "pegasus", "vit", "deit", "clip_vision",
-             "convnext", "resnet", "whisper_encoder"]
+             "falcon", "bloom", "opt", "gpt_neo", "gptj", "t5", "bart", "mbart", "pegasus", "vit", "deit",
+             "clip_vision", "convnext", "resnet", "whisper_encoder"]
 
 
 def output_tensors(value) -> list[torch.Tensor]:

@@ -333,8 +333,9 @@ def section(title: str, rows: list[Row], note: str = "", reasons: int = 25, meas
     worse = [r for r in ran if r.tc_one_graph and not r.bg_one_graph]
     better = [r for r in ran if r.bg_one_graph and not r.tc_one_graph]
     lines += ["", f"In torch.compile's favour ({len(worse)}: it keeps one graph, bytegraph does not):", ""]
-    lines += [f"- {r.name}: " + _cell(r.bg_error or (_top(r.bg_reasons) if r.bg_correct else "outputs differ from eager")
-                                    or f"{r.bg_graphs} graphs", 160) for r in worse] or ["- none"]
+    lines += [f"- {r.name}: " + _cell(r.bg_error
+                                      or (_top(r.bg_reasons) if r.bg_correct else "outputs differ from eager")
+                                      or f"{r.bg_graphs} graphs", 160) for r in worse] or ["- none"]
     lines += ["", f"In bytegraph's favour ({len(better)}): " + (", ".join(r.name for r in better) or "none"), ""]
     ranked = collections.Counter(reason for r in ran for reason in set(map(fold, r.bg_reasons)))
     hits = collections.Counter(fold(reason) for r in ran for reason in r.bg_reasons)
@@ -343,7 +344,8 @@ def section(title: str, rows: list[Row], note: str = "", reasons: int = 25, meas
               enumerate(ranked.most_common(reasons))] or ["none"]
     ranked_tc = collections.Counter(reason for r in ran for reason in set(r.tc_reasons))
     lines += ["", "torch.compile break reasons, by entries hitting each, top 10:", ""]
-    lines += [f"{i + 1}. {n} {_cell(reason, 160)}" for i, (reason, n) in enumerate(ranked_tc.most_common(10))] or ["none"]
+    lines += [f"{i + 1}. {n} {_cell(reason, 160)}"
+              for i, (reason, n) in enumerate(ranked_tc.most_common(10))] or ["none"]
     lines += ["", TABLE_HEAD] + [row_markdown(r) for r in rows]
     return "\n".join(lines) + "\n"
 

@@ -1,8 +1,8 @@
 """User-tunable settings (`bytegraph.config`). Plain module attributes, read at trace time.
 
 The two data-dependent switches and `verify` start from the environment (`BYTEGRAPH_CAPTURE_SCALAR_OUTPUTS=1`,
-`BYTEGRAPH_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS=1`, `BYTEGRAPH_VERIFY=1|warn`; the first two as torch.compile's `TORCHDYNAMO_*` variables), read
-once at import; setting the attribute later overrides them."""
+`BYTEGRAPH_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS=1`, `BYTEGRAPH_VERIFY=1|warn`; the first two as torch.compile's
+`TORCHDYNAMO_*` variables), read once at import; setting the attribute later overrides them."""
 
 import os
 

@@ -3,9 +3,9 @@
 Called eagerly they run in plain Python (`cond` calls the chosen branch, and copies an
 output that is, or is a view of, an operand or an earlier output, since the captured op
 returns new tensors; `map` calls the body on each slice of the leading dimension and
-stacks the results), never through a compiler; inside a compiled function they are captured exactly like `torch.cond` and
-`torch._higher_order_ops.map.map` (vars/hops/): one `cond` / `map_impl` node with the
-bodies as subgraphs.
+stacks the results), never through a compiler; inside a compiled function they are
+captured exactly like `torch.cond` and `torch._higher_order_ops.map.map` (vars/hops/): one
+`cond` / `map_impl` node with the bodies as subgraphs.
 """
 from __future__ import annotations
 

@@ -216,7 +216,9 @@ def assert_same(expected, actual, where="value", rtol=None, atol=None, _seen=Non
         f"{where}: type {type(actual).__name__} ({actual!r}) != eager {type(expected).__name__} ({expected!r})"
     )
     if isinstance(expected, (list, tuple)) and not isinstance(expected, torch.Size):
-        assert len(actual) == len(expected), f"{where}: length {len(actual)} != eager {len(expected)}: {actual!r} vs {expected!r}"
+        assert len(actual) == len(expected), (
+            f"{where}: length {len(actual)} != eager {len(expected)}: {actual!r} vs {expected!r}"
+        )
         for i, (e, a) in enumerate(zip(expected, actual)):
             assert_same(e, a, f"{where}[{i}]", rtol, atol, _seen)
         return
@@ -241,8 +243,10 @@ def assert_same(expected, actual, where="value", rtol=None, atol=None, _seen=Non
             f"{where}: {actual!r} != eager {expected!r} (rtol={rtol}, atol={atol})")
         return
     if isinstance(expected, torch.nn.Module):
-        assert_same(dict(expected.named_parameters()), dict(actual.named_parameters()), f"{where}.<params>", rtol, atol, _seen)
-        assert_same(dict(expected.named_buffers()), dict(actual.named_buffers()), f"{where}.<buffers>", rtol, atol, _seen)
+        assert_same(dict(expected.named_parameters()), dict(actual.named_parameters()), f"{where}.<params>",
+                    rtol, atol, _seen)
+        assert_same(dict(expected.named_buffers()), dict(actual.named_buffers()), f"{where}.<buffers>",
+                    rtol, atol, _seen)
         assert expected.training == actual.training, f"{where}.training differs"
         return
     if isinstance(expected, functools.partial):
@@ -282,8 +286,10 @@ def _assert_identity(eager_out, comp_out, eager_in, comp_in):
         pe, pc = in_eager.get(id(e)), in_comp.get(id(c))
         if pe != pc:
             if pe is None:
-                raise AssertionError(f"{_fmt(path)}: compiled returned argument {_fmt_arg(pc)} itself, eager returned a new object")
-            raise AssertionError(f"{_fmt(path)}: eager returned argument {_fmt_arg(pe)} itself, compiled returned a different object")
+                raise AssertionError(f"{_fmt(path)}: compiled returned argument {_fmt_arg(pc)} itself, "
+                                     "eager returned a new object")
+            raise AssertionError(f"{_fmt(path)}: eager returned argument {_fmt_arg(pe)} itself, "
+                                 "compiled returned a different object")
     # aliasing among outputs (tensors, lists, dicts, objects): `a is b` must agree
     e_paths = [(p, o) for p, o in out_eager.items() if _tracked(o)]
     for i, (p1, o1) in enumerate(e_paths):
@@ -362,7 +368,8 @@ def _run(fn, args, kwargs, seed, setup, state) -> Run:
 def _compare_runs(eager: Run, comp: Run, label: str, rtol, atol):
     if eager.exc is not None or comp.exc is not None:
         if comp.exc is None:
-            raise AssertionError(f"{label}: eager raised {type(eager.exc).__name__}: {eager.exc}, compiled returned {comp.out!r}")
+            raise AssertionError(f"{label}: eager raised {type(eager.exc).__name__}: {eager.exc}, "
+                                 f"compiled returned {comp.out!r}")
         if eager.exc is None:
             raise AssertionError(f"{label}: compiled raised but eager returned {eager.out!r}") from comp.exc
         if type(comp.exc) is not type(eager.exc) or str(comp.exc) != str(eager.exc):
@@ -377,7 +384,9 @@ def _compare_runs(eager: Run, comp: Run, label: str, rtol, atol):
     else:
         assert_same(eager.out, comp.out, f"{label} output", rtol, atol)
         _assert_identity(eager.out, comp.out, eager.args, comp.args)
-    assert comp.stdout == eager.stdout, f"{label}: printed output differs\ncompiled: {comp.stdout!r}\n   eager: {eager.stdout!r}"
+    assert comp.stdout == eager.stdout, (
+        f"{label}: printed output differs\ncompiled: {comp.stdout!r}\n   eager: {eager.stdout!r}"
+    )
     assert_same(eager.args, comp.args, f"{label} arguments after the call", rtol, atol)
     if eager.state is not None or comp.state is not None:
         assert_same(eager.state, comp.state, f"{label} state()", rtol, atol)

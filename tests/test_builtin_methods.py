@@ -37,7 +37,8 @@ def _break_reasons(fn, *args):
 def test_every_method_of_the_type_is_in_the_table(t):
     names = {name for name in dir(t) if callable(getattr(t, name))}
     missing = sorted(names - TABLE[t].keys())
-    assert not missing, f"{t.__name__} has methods the table lacks (classify them in vars/builtin_methods.py): {missing}"
+    assert not missing, (f"{t.__name__} has methods the table lacks "
+                         f"(classify them in vars/builtin_methods.py): {missing}")
     assert not builtin_methods.UNCLASSIFIED[t]
     assert TABLE[t].keys() == names  # nothing that is not a method of the type
 
@@ -128,7 +129,8 @@ def test_views_iterators_and_slots():
                 assert m.slot == builtin_methods.PROTOCOL_SLOTS[name]
     assert TABLE[int]["from_bytes"].on_type and TABLE[dict]["fromkeys"].on_type and TABLE[str]["maketrans"].on_type
     assert not TABLE[str]["upper"].on_type
-    assert TABLE[str]["__reduce_ex__"].kind is Kind.MACHINERY and TABLE[list]["__init_subclass__"].kind is Kind.MACHINERY
+    assert (TABLE[str]["__reduce_ex__"].kind is Kind.MACHINERY
+            and TABLE[list]["__init_subclass__"].kind is Kind.MACHINERY)
 
 
 def test_lookup_respects_overrides_of_subclasses():

@@ -193,7 +193,8 @@ def test_user_object_default():
 
 
 def test_keyword_only_defaults():
-    check(lambda x: kwonly(x) + kwonly(x, beta=5) + kwonly(x, alpha=x, beta=x), T(3, grad=True), graphs=1, fullgraph=True)
+    check(lambda x: kwonly(x) + kwonly(x, beta=5) + kwonly(x, alpha=x, beta=x), T(3, grad=True),
+          graphs=1, fullgraph=True)
 
 
 def test_keyword_only_required_and_default():

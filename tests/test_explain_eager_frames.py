@@ -13,7 +13,7 @@ def T(*shape):
 
 def _breaks_and_cannot_resume(x):
     y = x + 1
-    g = lambda: y  # noqa: E731
+    g = lambda: y  # noqa: E731, F821  (y is deleted below on purpose; g runs before that)
     print("break")
     z = g()
     del y  # a frame that deletes a variable its closures capture is not resumed

@@ -710,8 +710,8 @@ def test_started_generator_returned_resumes_where_the_trace_stopped():
 
     _reset_log()
     eager_out = f(torch.ones(2))
-    eager = (eager_out[0].tolist(), list(LOG), eager_out[1].send("two").tolist(), [t.tolist() for t in eager_out[1]], list(LOG),
-             eager_out[1].__name__, eager_out[1].__qualname__)
+    eager = (eager_out[0].tolist(), list(LOG), eager_out[1].send("two").tolist(), [t.tolist() for t in eager_out[1]],
+             list(LOG), eager_out[1].__name__, eager_out[1].__qualname__)
     _reset_log()
     bytegraph.reset()
     out = bytegraph.compile(f, fullgraph=True)(torch.ones(2))

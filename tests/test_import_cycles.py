@@ -102,7 +102,8 @@ def test_function_local_imports_are_few_and_give_a_reason():
         lines = path.read_text().splitlines()
         tree = ast.parse("\n".join(lines), str(path))
         functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        nodes = {id(node): node for fn in functions for node in ast.walk(fn) if isinstance(node, (ast.Import, ast.ImportFrom))}
+        nodes = {id(node): node for fn in functions for node in ast.walk(fn)
+                 if isinstance(node, (ast.Import, ast.ImportFrom))}
         for node in nodes.values():
             local.append((path.relative_to(ROOT), node.lineno, lines[node.end_lineno - 1]))
     unexplained = [f"{path}:{line}: {text.strip()}" for path, line, text in local if not _REASON.search(text)]

@@ -5,8 +5,8 @@ every inlined callee's prefix) as one graph; the breaking instruction runs eager
 continuation then runs the rest of every frame, innermost first, as one more capture.
 When that is impossible (a frame inside `try`, a `partial`, a value that cannot be
 rebuilt) the capture restarts and breaks at the outermost call site instead.
-A module call without hooks counts as a call of its `forward`. Every test is differential (``helpers.check``: outputs, gradients, printed output,
-mutated arguments, no recompile on a second call).
+A module call without hooks counts as a call of its `forward`. Every test is differential
+(``helpers.check``: outputs, gradients, printed output, mutated arguments, no recompile on a second call).
 """
 from __future__ import annotations
 

@@ -191,7 +191,8 @@ def test_inplace_ops_with_zero_dim_tensor_scalars():
 
 
 def test_zero_dim_scalar_that_requires_grad_raises_like_eager():
-    check(lambda a, b, t: a.addcmul(b, b, value=t), torch.randn(3), torch.randn(3), torch.tensor(2.0, requires_grad=True))
+    check(lambda a, b, t: a.addcmul(b, b, value=t), torch.randn(3), torch.randn(3),
+          torch.tensor(2.0, requires_grad=True))
 
 
 def test_foreach_with_zero_dim_tensor_alpha():

@@ -946,7 +946,8 @@ def test_metaclass_and_new_are_traced(make):
 
 
 @pytest.mark.parametrize("make, why", [
-    (lambda x: BytesWithInit(b"ab").v * x, "creating an instance of BytesWithInit .its __new__ is not written in Python"),
+    (lambda x: BytesWithInit(b"ab").v * x,
+     "creating an instance of BytesWithInit .its __new__ is not written in Python"),
     (lambda x: sum(SelfIterator()) * x, "iterator objects with a __next__ method are not traced"),
 ], ids=["C __new__", "__next__ iterator"])
 def test_unsupported_constructs_run_eagerly_and_say_why(make, why):

@@ -20,8 +20,8 @@ no-grad creation mark) is made above it as for any fake view. The C++ kernel is 
 eager runs, so sizes and strides are eager's (tests/test_direct_views.py compares them
 with eager's and with torch's fake path for each op). Anything else goes through
 `FakeTensorMode.dispatch`, except views of symbolic fakes (or with SymInt arguments), which
-are memoized by `fake_memo.symbolic_view` (Note [Symbolic views]). `prim.device` is answered as torch's `_device_handler`
-answers it, without the dispatch preamble.
+are memoized by `fake_memo.symbolic_view` (Note [Symbolic views]). `prim.device` is answered
+as torch's `_device_handler` answers it, without the dispatch preamble.
 
 The mode stays a `FakeTensorMode` instance of exactly that type (higher-order ops find
 their fake implementations by the mode's exact type); the direct path is the instance's

@@ -321,7 +321,8 @@ def _faithful(copies: Copies, values: tuple, originals: list, slots: list, argna
     """`copies`, or a skip when a copy does not compare equal to its original (a class whose
     pickling protocol rebuilds it differently, such as a dict subclass whose `__setitem__`
     transforms keys): the eager run would start from another state."""
-    pairs = [*zip(argnames, values, copies.values), *((s.label, o, c) for s, o, c in zip(slots, originals, copies.slots))]
+    pairs = [*zip(argnames, values, copies.values),
+             *((s.label, o, c) for s, o, c in zip(slots, originals, copies.slots))]
     for label, original, copied in pairs:
         found = _diff(copied, original, label, set())
         if found:

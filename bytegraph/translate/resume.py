@@ -15,18 +15,18 @@ objects* as arguments, in the place of those locals (the root frame's own real c
 Note [Frame cells at a break] in translate/breaks.py), so closures made before the break
 and the code after it keep sharing them; so do its free variables (a closure's own
 cells), so one resume function serves every closure made from the same code. In the
-resume function's code a cell or free variable `c` is a plain local holding the cell: `LOAD_DEREF c` becomes `LOAD_FAST c; LOAD_ATTR
-cell_contents`, `STORE_DEREF c` becomes `LOAD_FAST c; STORE_ATTR cell_contents` and
-`LOAD_CLOSURE c` becomes `LOAD_FAST c`. The tracer wraps such an argument as the real
-cell (`LocalCellContentsSource`), so reads are guarded and writes replayed into it. An
-empty cell read this way raises ValueError where eager raises NameError, so a break
-resumes only where that cannot happen (`breaks.cells_reason`): no cell the code after the
-break may read before assigning it is empty at the break, and the frame never deletes
-one (`del c`; another function deleting a variable of an enclosing scope after the break
-would still turn the NameError of a later read into a ValueError). Nor does a frame
-resume if it may read its locals through `locals()`, `vars()`, `eval` or `exec` (they
-would see the cells) or call zero-argument `super()` (it needs the `__class__` free
-variable and `self` as the first local).
+resume function's code a cell or free variable `c` is a plain local holding the cell:
+`LOAD_DEREF c` becomes `LOAD_FAST c; LOAD_ATTR cell_contents`, `STORE_DEREF c` becomes
+`LOAD_FAST c; STORE_ATTR cell_contents` and `LOAD_CLOSURE c` becomes `LOAD_FAST c`. The
+tracer wraps such an argument as the real cell (`LocalCellContentsSource`), so reads are
+guarded and writes replayed into it. An empty cell read this way raises ValueError where
+eager raises NameError, so a break resumes only where that cannot happen
+(`breaks.cells_reason`): no cell the code after the break may read before assigning it is
+empty at the break, and the frame never deletes one (`del c`; another function deleting a
+variable of an enclosing scope after the break would still turn the NameError of a later
+read into a ValueError). Nor does a frame resume if it may read its locals through
+`locals()`, `vars()`, `eval` or `exec` (they would see the cells) or call zero-argument
+`super()` (it needs the `__class__` free variable and `self` as the first local).
 """
 from __future__ import annotations
 
@@ -134,7 +134,8 @@ def origin(code: types.CodeType, index: int) -> tuple[types.CodeType, int]:
 
 
 def make_resume_function(fn: types.FunctionType, code: types.CodeType, index: int,
-                         null_slots: tuple[bool, ...], live: tuple[str, ...], primed: bool = False) -> types.FunctionType:
+                         null_slots: tuple[bool, ...], live: tuple[str, ...],
+                         primed: bool = False) -> types.FunctionType:
     """The resume function of `fn` (whose code is `code`) at instruction `index` (cached).
     `primed` (a generator's code resumed after a YIELD_VALUE, Note [Traced generators]):
     the prologue yields None once before the jump, so the value sent by the first

@@ -20,7 +20,8 @@ import enum
 import torch
 
 from ..guards.guard import Guard, GuardKind
-from ..guards.sources import ContainerOfSource, EnumerateCountSource, ItemSource, IteratorIndexSource, IteratorSeqSource, MethodResultSource, ObjectSource, container_of
+from ..guards.sources import (ContainerOfSource, EnumerateCountSource, ItemSource, IteratorIndexSource,
+                              IteratorSeqSource, MethodResultSource, ObjectSource, container_of)
 from . import keyed_dicts, registry
 from .typing_forms import TYPING_FORMS
 from .factory import provides

@@ -74,7 +74,8 @@ def unmodelled_method(tx, vt, name: str, args, kwargs) -> VariableTracker:
     if method.returns_view and method.slot and not args and not kwargs:
         return getattr(vt, method.slot)(tx)
     if method.foldable and all(_flat_constant(v) for v in (vt, *args, *kwargs.values())):
-        return factory.fold_call(tx, getattr(vt.as_python_constant(), name), args, kwargs, f"{method.owner.__name__}.{name}")
+        return factory.fold_call(tx, getattr(vt.as_python_constant(), name), args, kwargs,
+                                 f"{method.owner.__name__}.{name}")
     tx.unsupported(builtin_methods.unmodelled_reason(cls, name, vt.describe()), category="unsupported call")
 
 

@@ -7,9 +7,10 @@ skipping a side whose method returns `NotImplemented`; `==`/`!=` fall back to id
 `bool()` tries `__bool__`, then `__len__`, else True; `in` tries `__contains__`, then
 iteration; `str()` tries `__str__`, then `__repr__` (a dataclass's generated `__repr__` is
 traced through its `__wrapped__`: its recursion guard keys on `id()`, and only matters
-for a dataclass that contains itself, whose trace hits the inlining depth limit). A dunder inherited from a builtin base class (implemented in C) is a graph
-break, its behaviour not known to the tracer, unless the tracker models that base
-(`builtin_base_method`: a dict subclass's `|=`).
+for a dataclass that contains itself, whose trace hits the inlining depth limit). A dunder
+inherited from a builtin base class (implemented in C) is a graph break, its behaviour not
+known to the tracer, unless the tracker models that base (`builtin_base_method`: a dict
+subclass's `|=`).
 """
 from __future__ import annotations
 

@@ -234,7 +234,8 @@ class UserFunctionVariable(BaseFunctionVariable):
                 side_effects.remember(cell, known)
             elif not _reached_as(known.source, self.source, i):  # one cell through two functions: must stay shared
                 source = CellContentsSource(self.source, i, name)
-                tx.output.add_guard(Guard(GuardKind.SAME_OBJECT, source.cell(), known.source.cell(), tx.guard_location()))
+                tx.output.add_guard(Guard(GuardKind.SAME_OBJECT, source.cell(), known.source.cell(),
+                                          tx.guard_location()))
             cells.append(known)
         return cells
 

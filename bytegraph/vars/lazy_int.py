@@ -103,7 +103,8 @@ class UnpinnedIntVariable(VariableTracker):
 
     def describe(self) -> str:
         kind = type(self.value).__name__
-        return f"{kind} {self.source.describe()}" if self.source is not None else f"a {kind} computed from outside state"
+        return (f"{kind} {self.source.describe()}" if self.source is not None
+                else f"a {kind} computed from outside state")
 
 
 def _location(output) -> str:

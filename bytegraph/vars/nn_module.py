@@ -40,7 +40,8 @@ import torch
 from torch.nn.modules import module as _module_mod
 
 from ..guards.guard import Guard, GuardKind
-from ..guards.sources import AttrSource, GuardAliasSource, GuardExpressionSource, ModuleAliasSource, ModuleBindSource, ModuleDictItemSource, ModuleSlotSource, WeakRefCallSource
+from ..guards.sources import (AttrSource, GuardAliasSource, GuardExpressionSource, ModuleAliasSource, ModuleBindSource,
+                              ModuleDictItemSource, ModuleSlotSource, WeakRefCallSource)
 from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, TupleVariable

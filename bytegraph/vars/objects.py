@@ -182,7 +182,8 @@ class UserObjectVariable(VariableTracker):
         if inst_dict is not None and name in inst_dict:
             return wrap_attribute(tx, inst_dict[name], src)
         if inst_dict is not None and self.source is not None:  # an instance attribute would shadow it
-            tx.guard_attr_presence(self.source, name, False, None if dynamic else GenericAttrSource(self.source, "__dict__"))
+            tx.guard_attr_presence(self.source, name, False,
+                                   None if dynamic else GenericAttrSource(self.source, "__dict__"))
         if cls_attr is MISSING:
             return self._dynamic_getattr(tx, name, dynamic)
         return bind_class_attribute(tx, self, owner, name, cls_attr, src)

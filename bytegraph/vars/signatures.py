@@ -160,7 +160,8 @@ class SignatureVariable(VariableTracker):
 
     def real(self) -> inspect.Signature:
         """A real signature with the same names and kinds (defaults stand in as `None`)."""
-        return inspect.Signature([inspect.Parameter(p.name, p.kind, **({} if p.default_of is None else {"default": None}))
+        return inspect.Signature([inspect.Parameter(p.name, p.kind,
+                                                    **({} if p.default_of is None else {"default": None}))
                                   for p in self.params])
 
     def var_getattr(self, tx, name):

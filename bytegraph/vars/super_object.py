@@ -3,9 +3,10 @@
 
 A class bound to `super` is the class of a classmethod when it subclasses the starting
 class, else the instance of a metaclass (`super().__call__(...)` in a metaclass's
-`__call__`, which is `type.__call__`: `vars/construction.py`). The zero-argument form reads what CPython reads: the frame's first argument (from its
-cell when a closure captures it) and the `__class__` cell the compiler creates for
-methods that mention `super`. What the lookup finds is bound like any class attribute
+`__call__`, which is `type.__call__`: `vars/construction.py`). The zero-argument form
+reads what CPython reads: the frame's first argument (from its cell when a closure
+captures it) and the `__class__` cell the compiler creates for methods that mention
+`super`. What the lookup finds is bound like any class attribute
 (`vars/classes.py::bind_class_attribute`), with the object as `self`; `object`'s own
 `__init__`, `__setattr__` and `__delattr__` go to the builtin table.
 """

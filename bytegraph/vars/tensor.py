@@ -258,7 +258,8 @@ class TensorVariable(VariableTracker):
         if rule.symbolic and not kwargs and tx.output.shapes is not None:
             values = [a.as_python_constant() for a in args]
             return tensor_metadata(tx, self, name, tuple(values), getattr(self.example, name)(*values))
-        return factory.fold_call(tx, getattr(self.example, name), args, kwargs, f"Tensor.{name}", wrap_result=_wrap_metadata)
+        return factory.fold_call(tx, getattr(self.example, name), args, kwargs, f"Tensor.{name}",
+                                 wrap_result=_wrap_metadata)
 
     def _pinned(self, tx, source_kind, name: str, real=None):
         """Attribute (or no-argument method result) `name` that the tensor guard does not pin:

@@ -357,7 +357,8 @@ SPECIAL = {
     torch._C._get_privateuse1_backend_name: _fold_value(torch._C._get_privateuse1_backend_name),
     typing.cast: _cast,
     # Profiler ranges: no-ops in the graph, as under torch.compile.
-    torch.autograd.profiler.record_function: functools.partial(null_context, cls=torch.autograd.profiler.record_function),
+    torch.autograd.profiler.record_function:
+        functools.partial(null_context, cls=torch.autograd.profiler.record_function),
     torch.overrides.has_torch_function: _no_torch_function(of_iterable=True),
     torch.overrides.has_torch_function_unary: _no_torch_function(of_iterable=False),
     torch.overrides.has_torch_function_variadic: _no_torch_function(of_iterable=False),

@@ -28,8 +28,9 @@ partial, an object with `__call__`); the tracker of the value's kind decides.
 The tables stay next to their handlers, declarative (callable -> handler), filled by the
 modules that define the rows (`registry.handles`, `polyfills.registry.polyfill`, ...); the
 manifest `vars/__init__.py` imports every module and then calls `merge_tables()` once, which
-merges them into `RULES` (a callable is in at most one of them: a test checks it). Table entries are looked up by the value itself (equal bound builtins, such as
-two reads of `itertools.chain.from_iterable`, find the same rule); a Python function's
+merges them into `RULES` (a callable is in at most one of them: a test checks it). Table
+entries are looked up by the value itself (equal bound builtins, such as two reads of
+`itertools.chain.from_iterable`, find the same rule); a Python function's
 rule depends only on its module and is memoized per module name; a torch op outside the
 tables gets its rule from `torch_op_rule` (`derived_rule`: GRAPH_OP, or BREAK with the
 `NOT_GRAPH_OPS` reason), memoized per callable only for C functions of torch's namespaces

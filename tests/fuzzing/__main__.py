@@ -68,7 +68,8 @@ def main(argv=None) -> int:
     with multiprocessing.get_context("fork").Pool(a.jobs) as pool:
         for seed, v, saved in pool.imap_unordered(_one, jobs, chunksize=4):
             counts[v.kind] += 1
-            graphs, breaks, internal = graphs + v.stats.graphs, breaks + v.stats.breaks, internal + v.stats.internal_errors
+            graphs, breaks, internal = (graphs + v.stats.graphs, breaks + v.stats.breaks,
+                                        internal + v.stats.internal_errors)
             if a.verbose and v.stats.internal_errors:
                 print(f"seed {seed}: bytegraph internal error(s), run eagerly: {v.stats.reasons}", flush=True)
             if v.kind != "ok":
@@ -78,7 +79,8 @@ def main(argv=None) -> int:
                           + (f" -> {saved}" if saved else ""), flush=True)
     dt = time.perf_counter() - t0
     label = a.profile + "".join(f" -{f}" for f in sorted(exclude))
-    print(f"\nseeds {a.seed}..{a.seed + a.n - 1}, profile {label}, size {a.size}, {a.calls} calls: {a.n} programs in {dt:.1f} s "
+    print(f"\nseeds {a.seed}..{a.seed + a.n - 1}, profile {label}, size {a.size}, {a.calls} calls: "
+          f"{a.n} programs in {dt:.1f} s "
           f"({a.n / dt:.1f} programs/s, {a.jobs} processes); {graphs} graphs, {breaks} graph breaks, "
           f"{internal} bytegraph internal errors (run eagerly)")
     for kind in CLASSES:

@@ -814,7 +814,8 @@ class ProgramGenerator:
                     self.brk(2)
                     brk = self.frame.lines
             self.top_def([f"class {m}Type(torch.nn.Module):", "    def __init__(self):", "        super().__init__()",
-                          "        self.lin = torch.nn.Linear(4, 4)", "        self.register_buffer('cnt', torch.zeros(()))",
+                          "        self.lin = torch.nn.Linear(4, 4)",
+                          "        self.register_buffer('cnt', torch.zeros(()))",
                           "", "    def forward(self, a):", "        self.cnt.add_(1)", "        h = self.lin(a)",
                           "        k = 1", *brk, "        return torch.relu(h) + a * self.cnt", "", "",
                           f"{m} = {m}Type()"])

@@ -16,8 +16,8 @@ from .shrink import save, seed_of_file, shrink
 
 # text each feature's code contains: the full profile must produce all of them
 MARKERS = {
-    "dict_views": ".keys()", "live_iterators": "reversed(", "dict_iter_raise": "LOG.append(next(di", "classes": "@property",
-    "state_arg": "st.", "closures": "nonlocal", "globals": "global ", "defaults": "seen=[]",
+    "dict_views": ".keys()", "live_iterators": "reversed(", "dict_iter_raise": "LOG.append(next(di",
+    "classes": "@property", "state_arg": "st.", "closures": "nonlocal", "globals": "global ", "defaults": "seen=[]",
     "varargs": "**kw", "generators": "yield ", "yield_from": "yield from", "exceptions": "except ",
     "raises": "boom", "try_finally": "finally:", "ctx_manager": "__enter__", "no_grad": "torch.no_grad()",
     "hooks": "register_hook", "modules": "torch.nn.Linear", "itertools": "itertools.",
@@ -33,7 +33,8 @@ NEW_FEATURE_PATTERNS = {
     "globals_dict": [r"(GD\d+) = globals\(\)\.get\('\1', 0\) \+ 1", r"if 'GD\d+' in globals\(\):",
                      r"globals\(\)\[nm\d+\]", r"vars\(sys\.modules\[__name__\]\)",
                      r"sys\.modules\[__name__\]\.__dict__", r"\n +del GD\d+\n", r"global .*GD\d+"],
-    "dynamic_raise": [r"except ZeroDivisionError as", r"except IndexError as", r"except \(ZeroDivisionError, IndexError\)",
+    "dynamic_raise": [r"except ZeroDivisionError as", r"except IndexError as",
+                      r"except \(ZeroDivisionError, IndexError\)",
                       r"CN\d+ \+= 1", r"st\.count", r"len\(st\.items\)", r"\w+ // \(", r"% \(\w+ - \d\)",
                       r"\]\[\w+ \* 2 - \d\]", r"LOG\.append\(\(type\(e\d+\)\.__name__, str\(e\d+\)"],
     "effects_raise": [r"global .*S\d+", r"(S\d+) = \1 \* 1\.5", r"st\.last = ", r"S\d+T\.add_\(",

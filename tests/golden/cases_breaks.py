@@ -296,7 +296,7 @@ def break_with_deleted_cell(x):
     k = 2
 
     def g():
-        return k
+        return k  # noqa: F821  (deleted below on purpose: the frame deletes a captured cell)
 
     del k
     print("cells")

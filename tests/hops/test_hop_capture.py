@@ -125,13 +125,15 @@ def test_failed_speculation_leaves_the_state_of_a_capture_that_never_tried(monke
     made = []  # what the speculation made before it failed (all of it rolled back)
     add_submodule, add_input = OutputGraph.add_submodule, OutputGraph.add_input
     monkeypatch.setattr(OutputGraph, "add_submodule", lambda self, p, gm: made.append(p) or add_submodule(self, p, gm))
-    monkeypatch.setattr(OutputGraph, "add_input", lambda self, src, real: made.append(src.name()) or add_input(self, src, real))
+    monkeypatch.setattr(OutputGraph, "add_input",
+                        lambda self, src, real: made.append(src.name()) or add_input(self, src, real))
     monkeypatch.setattr(CondVariable, "call_function", call_function)
     args = (torch.ones(3), torch.ones(3))
     tried = _first_capture(_fails_halfway, args)
     ((before, after, subs_before, subs_after, brk),) = dumps
     assert "writes G['SEEN']" in brk.reason and "false branch" in brk.reason
-    assert made[:5] == ["x", "y", "G['W']", "cond_true", "cond_false"], made  # the nested cond was captured, then undone
+    # the nested cond was captured, then undone
+    assert made[:5] == ["x", "y", "G['W']", "cond_true", "cond_false"], made
     assert after == before  # nodes, FX names, guards, inputs, tracked, side effects, trackers, frames
     assert subs_after == subs_before == ({}, [])
     monkeypatch.undo()

@@ -150,7 +150,8 @@ def test_closure_over_global_tensor(cond):
     check(fn, T(4), graphs=1, fullgraph=True)
 
 
-@pytest.mark.parametrize("cond", [bytegraph.cond])  # eager torch.cond fails after the change (torch's own recompile bug)
+# eager torch.cond fails after the change (torch's own recompile bug)
+@pytest.mark.parametrize("cond", [bytegraph.cond])
 def test_closure_over_global_constant_is_guarded(cond):
     def fn(x):
         return cond(x.sum() > 0, lambda a: a * SCALE, lambda a: a / SCALE, (x,))
@@ -167,7 +168,8 @@ def test_closure_over_global_constant_is_guarded(cond):
     assert counter.frame_count == 2
 
 
-@pytest.mark.parametrize("cond", [bytegraph.cond])  # eager torch.cond fails after the change (torch's own recompile bug)
+# eager torch.cond fails after the change (torch's own recompile bug)
+@pytest.mark.parametrize("cond", [bytegraph.cond])
 def test_guards_of_the_branch_not_taken_are_kept(cond):
     def fn(x):
         return cond(x.sum() > 0, lambda a: a * 2, lambda a: a * SCALE, (x,))
@@ -302,7 +304,8 @@ def test_branches_return_dicts(cond):
 @COND
 def test_branches_return_nested_structures(cond):
     def fn(x):
-        return cond(x.sum() > 0, lambda a: [a * 1, (a * 2, {"k": a + 1})], lambda a: [a - 1, (a * 3, {"k": a + 0})], (x * 1,))
+        return cond(x.sum() > 0, lambda a: [a * 1, (a * 2, {"k": a + 1})], lambda a: [a - 1, (a * 3, {"k": a + 0})],
+                    (x * 1,))
 
     check(fn, POS(2), graphs=1, fullgraph=True)
 
@@ -368,7 +371,8 @@ def test_torch_cond_returning_an_operand_breaks_and_raises_as_eager():
         return torch.cond(x.sum() > 0, lambda a: a, lambda a: a * 2, (x,))
 
     check(fn, POS(3))
-    with pytest.raises(bytegraph.Unsupported, match="true branch of torch.cond .* returns output 0, which aliases an input"):
+    with pytest.raises(bytegraph.Unsupported,
+                       match="true branch of torch.cond .* returns output 0, which aliases an input"):
         bytegraph.compile(fn, fullgraph=True)(POS(3))
 
 

@@ -111,7 +111,8 @@ def _writes(name: str, line: int) -> str:
 
 
 def _break_count(op_name: str, kind: str) -> int:
-    pattern = re.compile(f"{re.escape(op_name)} is not captured: .*{_writes(NAMES[kind], line_of(f'# write:{kind}', _HERE))}")
+    pattern = re.compile(f"{re.escape(op_name)} is not captured: "
+                         f".*{_writes(NAMES[kind], line_of(f'# write:{kind}', _HERE))}")
     return sum(n for reason, n in bytegraph.counters["graph_break"].items() if pattern.search(reason))
 
 

@@ -245,7 +245,8 @@ SPECIAL = {
     torch.get_autocast_cpu_dtype: _traced_query(lambda s: s.dtype),
     torch.is_autocast_cache_enabled: _traced_query(lambda s: s.cache),
     torch.amp.is_autocast_available:
-        lambda tx, args, kwargs: state_query(tx, torch.amp.is_autocast_available, [a.as_python_constant() for a in args]),
+        lambda tx, args, kwargs: state_query(tx, torch.amp.is_autocast_available,
+                                             [a.as_python_constant() for a in args]),
     torch.autocast: autocast_call,
     torch.cpu.amp.autocast: _deprecated_cpu_autocast,
 }

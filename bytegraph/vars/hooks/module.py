@@ -54,12 +54,13 @@ def break_on_backward_hooks(tx, module_vt) -> None:
     guarded to stay so; no-op (and no guard) when it has none."""
     d = module_vt.value.__dict__
     if d["_backward_hooks"] or d["_backward_pre_hooks"]:
-        source = GuardExpressionSource("bool({0}['_backward_hooks'] or {0}['_backward_pre_hooks'])", (module_vt.dict_src,),
-                       f"backward hooks of {module_vt.source.describe()}")
+        source = GuardExpressionSource("bool({0}['_backward_hooks'] or {0}['_backward_pre_hooks'])",
+                                       (module_vt.dict_src,), f"backward hooks of {module_vt.source.describe()}")
         owner = "registered on it"
     elif any(getattr(_module_mod, name) for name in _GLOBAL_BACKWARD):
-        source = GuardExpressionSource("bool({} or {})", tuple(ObjectSource(getattr(_module_mod, n)) for n in _GLOBAL_BACKWARD),
-                       "global nn.Module backward hooks")
+        source = GuardExpressionSource("bool({} or {})",
+                                       tuple(ObjectSource(getattr(_module_mod, n)) for n in _GLOBAL_BACKWARD),
+                                       "global nn.Module backward hooks")
         owner = "the global nn.Module hooks"
     else:
         return
