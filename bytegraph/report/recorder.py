@@ -17,7 +17,7 @@ import weakref
 from ..explain import BreakReason, op_name, subgraphs
 from ..runtime import recompiles
 from ..runtime.root_frames import LISTENERS, RECOMPILE_LISTENERS
-from ..translate.continuation import is_continuation_code
+from ..translate.continuation import first_call
 from ..translate.resume import is_resume_code, origin
 from . import source
 from .records import (BreakRecord, EntryRecord, FailureRecord, FrameRecord, GraphRecord, GuardRecord,
@@ -82,10 +82,11 @@ class Recorder:
             kind, name, user_code = "module", compiled.shown_as[0], compiled.shown_as[1]
         elif is_resume_code(code):
             user_code = origin(code, 0)[0]
-            at = _RESUMED_AT.search(code.co_name)
-            kind, name = "resume function", f"{user_code.co_qualname} (resumed at line {at.group(1) if at else '?'})"
-        elif is_continuation_code(code):
-            kind, name, user_code = "continuation", code.co_qualname, None
+            kind, name = "resume function", f"{user_code.co_qualname} (resumed at line {_resumed_at(code)})"
+        elif first_call(code) is not None:  # the rest of the frames a break inside inlined calls left
+            resumed = first_call(code).__code__
+            user_code = origin(resumed, 0)[0]
+            kind, name = "continuation", f"{user_code.co_qualname} (continued at line {_resumed_at(resumed)})"
         else:
             kind, name = ("callee" if caller is not None else "function"), code.co_qualname
         first, lines = source.function_lines(user_code)
@@ -118,6 +119,12 @@ def _break(brk) -> BreakRecord:
     text = str(BreakReason(brk.category, brk.reason, brk.location, brk.user_stack, brk.hint))
     return BreakRecord(brk.category, brk.reason, brk.location, list(brk.user_stack), brk.hint, text,
                        source.enclosing_function(brk.location), first, context)
+
+
+def _resumed_at(code) -> str:
+    """The line a resume function resumes at, from its name (`__bg_resume_f_at_line_12`)."""
+    at = _RESUMED_AT.search(code.co_name)
+    return at.group(1) if at else "?"
 
 
 def _location(guard) -> str:

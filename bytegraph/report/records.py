@@ -116,6 +116,7 @@ class RunRecord:
 
     title: str                      # the command line, or what `report(dir, title=...)` was given
     started: str                    # wall-clock time, ISO 8601
+    cwd: str = ""                   # the working directory (paths under it are shown relative to it)
     error: str = ""                 # the exception the program (or the `with` block) ended with
     finished: bool = False          # False while the program runs
 

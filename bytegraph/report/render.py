@@ -78,7 +78,8 @@ def _index_page(run, forest: views.Forest) -> str:
         frames=[(f, views.totals([f]), forest.root_of(f)) for f in forest.frames],
         all=views.totals(forest.frames), timeline=timeline(rows), sites=views.break_map(forest.frames, forest),
         page=lambda f: f"frames/{page_name(f)}", name_of=lambda i: forest.by_id[i].name,
-        href_of=lambda i: f"frames/{page_name(forest.by_id[i])}", base="", marks=views.MARKS)
+        href_of=lambda i: f"frames/{page_name(forest.by_id[i])}", base="", marks=views.MARKS,
+        short=lambda location: views.short_path(location, run.cwd))
 
 
 def _frame_page(frame, forest: views.Forest, run) -> str:
@@ -98,7 +99,7 @@ def _frame_page(frame, forest: views.Forest, run) -> str:
         sites=sites, functions=views.break_functions(sites), op_counts=views.op_counts,
         anchor=lambda location: views.line_anchor(frame, location), page=page_name, base="../",
         name_of=lambda i: forest.by_id[i].name, href_of=lambda i: page_name(forest.by_id[i]),
-        marks=views.MARKS)
+        marks=views.MARKS, short=lambda location: views.short_path(location, run.cwd))
 
 
 def _write(path: pathlib.Path, text: str) -> None:

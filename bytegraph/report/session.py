@@ -31,7 +31,7 @@ class Session:
         self.directory = pathlib.Path(directory)
         argv = [os.path.basename(sys.argv[0]), *sys.argv[1:]] if sys.argv and sys.argv[0] else ["python"]
         started = datetime.datetime.now().isoformat(sep=" ", timespec="seconds")
-        self.run = RunRecord(title if title is not None else shlex.join(argv), started)
+        self.run = RunRecord(title if title is not None else shlex.join(argv), started, os.getcwd())
         self.recorder = Recorder(self._changed)
         self.interval = interval
         self.index = self.directory / "index.html"

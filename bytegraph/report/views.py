@@ -152,6 +152,15 @@ def line_anchor(frame: FrameRecord, location: str) -> str:
     return ""
 
 
+def short_path(location: str, cwd: str) -> str:
+    """`location` as the pages show it: relative to `cwd` when under it, from the package
+    when installed (`transformers/models/...`), else whole."""
+    if cwd and location.startswith(cwd.rstrip("/") + "/"):
+        return location[len(cwd.rstrip("/")) + 1:]
+    _, installed, rest = location.rpartition("-packages/")
+    return rest if installed else location
+
+
 @dataclass
 class BreakSite:
     """One line that broke graphs, and how often."""

@@ -54,7 +54,10 @@ class Failure:
             changes = _tensor_changes(guard.expected, self.observed)
             if changes:
                 return changes
-        return _now(guard, self.observed).removeprefix(", but ")
+        now = _now(guard, self.observed).removeprefix(", but ")
+        if not now and self.observed is not UNREADABLE:  # a guard on a size, a flag, ...: the value it reads
+            now = f"it is {_short(self.observed)}"
+        return now
 
 
 def failures(entries, values) -> list:
