@@ -18,7 +18,7 @@ import pytest
 import torch
 
 import bytegraph
-from bytegraph.report import records, source, views
+from bytegraph.report import Session, records, source, views
 from bytegraph.report.render import load_report, page_name
 from bytegraph.runtime.root_frames import LISTENERS, RECOMPILE_LISTENERS
 from helpers import line_of
@@ -273,8 +273,16 @@ def test_example_writes_the_index(tmp_path):
 
 # =========================================================================== rendering again
 
+def test_report_is_written_while_the_program_runs(tmp_path):
+    with Session(tmp_path, interval=None):  # no throttling: every new entry writes
+        bytegraph.compile(lambda x: x.tan())(T(2))
+        running = (tmp_path / "index.html").read_text()
+        assert "<lambda>" not in running and "&lt;lambda&gt;" in running and "running (this page" in running
+    assert "finished" in (tmp_path / "index.html").read_text()
+
+
 def test_cli_renders_the_same_pages_again(tmp_path, capsys):
-    with bytegraph.report(tmp_path):
+    with Session(tmp_path, interval=None):  # pages written while running, then again at the end
         bytegraph.explain(program)(T(3), [1.0, 2.0])
     capsys.readouterr()
     written = {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*.html")}

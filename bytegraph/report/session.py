@@ -3,10 +3,10 @@ its directory while the program runs, and once more when it ends.
 
 Writing is throttled: after a write, the next one waits for `interval` seconds and for 20
 times as long as that write took, so the report costs at most a few percent of the run
-however large it grows; the last events are written by `close` (the end of the `with`
-block, or, under `BYTEGRAPH_REPORT`, the interpreter's exit, also after an uncaught
-exception, which the report then names). Only the pages of frames that changed are
-written again.
+however large it grows (`interval=None`: a write after every event, for tests); the last
+events are written by `close` (the end of the `with` block, or, under `BYTEGRAPH_REPORT`,
+the interpreter's exit, also after an uncaught exception, which the report then names).
+Only the pages of frames that changed (and of the frames that called them) are written again.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ class Session:
     """`bytegraph.report(directory)`: a context manager (or `start()`/`close()`) that reports
     every capture made while it is open into `directory`."""
 
-    def __init__(self, directory, title: str | None = None, interval: float = 1.0):
+    def __init__(self, directory, title: str | None = None, interval: float | None = 1.0):
         self.directory = pathlib.Path(directory)
         argv = [os.path.basename(sys.argv[0]), *sys.argv[1:]] if sys.argv and sys.argv[0] else ["python"]
         started = datetime.datetime.now().isoformat(sep=" ", timespec="seconds")
@@ -62,7 +62,8 @@ class Session:
         began = time.monotonic()
         write_report(self.directory, self.run, list(self.recorder.frames.values()), self.recorder.take_dirty())
         took = time.monotonic() - began
-        self._next_write = time.monotonic() + max(self.interval, 20 * took)
+        if self.interval is not None:
+            self._next_write = time.monotonic() + max(self.interval, 20 * took)
 
     def _changed(self) -> None:
         if time.monotonic() >= self._next_write:
