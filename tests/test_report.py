@@ -114,10 +114,10 @@ def test_report_numbers_equal_explain_and_counters(tmp_path, capsys):
 
 
 def test_capture_phases_add_up_and_the_backend_is_timed(tmp_path):
-    """trace + guards + backend is the entry's capture time, and a backend that takes 50 ms
+    """trace + guards + backend is the entry's capture time, and a backend that takes 200 ms
     shows up as backend time (not as trace)."""
     def slow_backend(gm, example_inputs):
-        time.sleep(0.05)
+        time.sleep(0.2)
         return gm.forward
 
     seen = []
@@ -130,7 +130,7 @@ def test_capture_phases_add_up_and_the_backend_is_timed(tmp_path):
     (frame,) = session.recorder.frames.values()
     (entry,) = frame.entries
     (runtime_entry,) = seen
-    assert entry.backend >= 0.05 and entry.trace < entry.backend
+    assert entry.backend >= 0.2 and entry.trace < entry.backend
     assert entry.seconds == pytest.approx(runtime_entry.capture_seconds)
     assert (entry.trace, entry.backend, entry.guards_seconds) == \
         (runtime_entry.trace_seconds, runtime_entry.backend_seconds, runtime_entry.guard_seconds)
