@@ -65,7 +65,7 @@ class ExplainOutput:
         for i, (gm, ops) in enumerate(zip(self.graphs, self.ops_per_graph)):
             lines.append(f"Graph {i + 1} ({len(ops)} ops): {', '.join(ops)}")
             lines.extend("    " + line for line in gm.code.strip().splitlines())
-            for name, sub in _subgraphs(gm):  # the bodies of higher-order ops (vars/hops)
+            for name, sub in subgraphs(gm):  # the bodies of higher-order ops (vars/hops)
                 lines.append(f"  Subgraph {name}:")
                 lines.extend("      " + line for line in sub.code.strip().splitlines())
         if self.guards:
@@ -86,7 +86,7 @@ def _explain_call(fn, args, kwargs) -> ExplainOutput:
 
     def backend(gm, example_inputs):
         out.graphs.append(gm)
-        out.ops_per_graph.append([_op_name(n) for n in gm.graph.nodes
+        out.ops_per_graph.append([op_name(n) for n in gm.graph.nodes
                                   if n.op in ("call_function", "call_method", "call_module")])
         return gm.forward
 
@@ -109,12 +109,12 @@ def _explain_call(fn, args, kwargs) -> ExplainOutput:
     return out
 
 
-def _subgraphs(gm) -> list:
+def subgraphs(gm) -> list:
     """(qualified name, GraphModule) of every body nested in `gm`, outermost first."""
     return [(name, sub) for name, sub in gm.named_modules() if name and hasattr(sub, "graph")]
 
 
-def _op_name(node) -> str:
+def op_name(node) -> str:
     if node.op == "call_method":
         return f"Tensor.{node.target}"
     return getattr(node.target, "__name__", str(node.target))

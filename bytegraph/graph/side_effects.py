@@ -60,7 +60,8 @@ from __future__ import annotations
 import contextlib
 
 from ..guards.sources import GlobalsDictSource
-from ..vars.base import REPLAY_CELL, REPLAY_GLOBAL, set_current_scope
+from ..vars.base import (REPLAY_CELL, REPLAY_CONTAINER, REPLAY_GLOBAL, REPLAY_ITERATOR, REPLAY_OBJECT,
+                         set_current_scope)
 from ..vars.iterators import set_iterator_state
 from ..vars.objects import DELETED  # pending value of a deleted attribute or global
 from ..guards.guard import Guard, GuardKind
@@ -303,6 +304,23 @@ class SideEffects:
                 out.extend(vt.replayed_values())
         return out
 
+    def summary(self) -> tuple:
+        """What the replay does, in words, in replay order (for tooling: the compile report);
+        () at once when the trace wrote nothing outside itself."""
+        if not (self.mutated or self.globals or self.calls or self.hooks):
+            return ()
+        out = [_hook_words(record) for record in self.hooks]
+        for phase, written in enumerate(self._by_phase()):
+            if phase == REPLAY_GLOBAL:
+                for globals_source, _, name, value, _, _ in sorted(self.globals.values(), key=lambda e: e[4]):
+                    target = f"global {name}" if isinstance(globals_source, GlobalsDictSource) else \
+                        f"{globals_source.describe()}[{name!r}]"
+                    out.append(f"del {target}" if value is DELETED else f"{target} = {_short(value.describe())}")
+            out.extend(f"{_PHASE_WORDS[phase]} {vt.source.describe()}" for vt in written)
+        out.extend(f"call {getattr(fn, '__qualname__', type(fn).__name__)}({len(args) + len(kwargs)} argument"
+                   f"{'' if len(args) + len(kwargs) == 1 else 's'})" for fn, args, kwargs in self.calls)
+        return tuple(out)
+
     # ---- replay ------------------------------------------------------------------------------
     def replay(self, cg) -> None:
         """Emit the replay (stack-neutral; see Note [Side-effect replay])."""
@@ -348,6 +366,20 @@ class SideEffects:
             cells = tuple(vt.source.cell() for vt in self.by_id.values() if vt.replay_phase == REPLAY_CELL)
             if len(cells) > 1:
                 output.add_guard(Guard(GuardKind.NO_ALIASING, cells[0], cells))
+
+
+_PHASE_WORDS = {REPLAY_CONTAINER: "contents of", REPLAY_ITERATOR: "position of iterator",
+                REPLAY_OBJECT: "attributes of", REPLAY_CELL: "contents of cell"}
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _hook_words(record) -> str:
+    if record.method is None:
+        return f"{record.handle.describe()}.remove()"
+    return f"{record.tensor.describe()}.{record.method}({_short(record.fn.describe())})"
 
 
 def _bound(method, arg):

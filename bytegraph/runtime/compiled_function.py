@@ -14,6 +14,7 @@ import inspect
 import logging
 import traceback
 import threading
+import time
 import types
 import warnings
 import weakref
@@ -29,7 +30,7 @@ from ..translate.continuation import forget_continuations
 from ..translate.resume import forget_resume_functions
 from . import recompiles, verify
 from .logs import logger
-from .root_frames import LISTENERS
+from .root_frames import LISTENERS, RECOMPILE_LISTENERS
 
 _live: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
 
@@ -84,7 +85,13 @@ class _CalleeCompiler:
 
 
 class CacheEntry:
-    __slots__ = ("guards", "fn", "kind", "graph_module", "graph_name", "capture_seconds", "reason")
+    """One entry of a compiled function: its guards, the function it runs, and what its
+    capture made and cost (for the logs and tooling: explain, counters, the compile report).
+    `capture_seconds` is the whole capture, `trace_seconds + backend_seconds + guard_seconds`
+    (tracing and codegen, the backend, making and compiling the guards)."""
+
+    __slots__ = ("guards", "fn", "kind", "graph_module", "graph_name", "capture_seconds", "reason", "started",
+                 "trace_seconds", "backend_seconds", "guard_seconds", "side_effects")
 
     def __init__(self, guards: CompiledGuards, fn, kind: str, graph_module=None, graph_name=None,
                  capture_seconds: float = 0.0, reason: str = ""):
@@ -95,6 +102,16 @@ class CacheEntry:
         self.graph_name = graph_name
         self.capture_seconds = capture_seconds
         self.reason = reason
+        self.started = 0.0          # time.perf_counter() when its capture began
+        self.trace_seconds = capture_seconds
+        self.backend_seconds = 0.0
+        self.guard_seconds = 0.0
+        self.side_effects = ()      # what its residual code replays after the graph, in words
+
+    def set_timing(self, started: float, trace: float, backend: float, guards: float) -> None:
+        self.started = started
+        self.trace_seconds, self.backend_seconds, self.guard_seconds = trace, backend, guards
+        self.capture_seconds = trace + backend + guards
 
 
 # Note [Verify line]
@@ -119,6 +136,8 @@ class CompiledFunction:
         self.limit_warned = False
         self.callees: dict = {}  # the wrappers `compile_callee` gave this function's residual code
         self.callee_compiler = _CalleeCompiler(self)
+        self.caller = None  # weakref to the compiled function whose residual code first called this one
+        self.shown_as = None  # (name, code) the user knows it by when not `fn`'s: a module's class and forward
         self.namespace: dict = {"__bg_miss": self.miss, "__bg_fn": fn, "__bg_missing": _MISSING,
                                 "__builtins__": __builtins__}
         if top_level:
@@ -222,7 +241,9 @@ class CompiledFunction:
             with COMPILE_LOCK:
                 wrapper = _callees.get(key)
                 if wrapper is None:
-                    wrapper = _callees[key] = CompiledFunction(fn, self.backend, False, self.dynamic.mode).wrapper
+                    callee = CompiledFunction(fn, self.backend, False, self.dynamic.mode)
+                    callee.caller = weakref.ref(self)
+                    wrapper = _callees[key] = callee.wrapper
                 self.callees[key] = wrapper
         return wrapper
 
@@ -264,24 +285,33 @@ class CompiledFunction:
                                   RecompileLimitWarning, stacklevel=4)
                 return self.fn
             log = logger("recompiles")
-            if log.isEnabledFor(logging.DEBUG):
-                log.debug("%s", self._recompile_message(values))
+            if log.isEnabledFor(logging.DEBUG) or RECOMPILE_LISTENERS:
+                found = recompiles.failures(self.entries, values)
+                if log.isEnabledFor(logging.DEBUG):
+                    log.debug("%s", self._recompile_message(found, values))
+                for listener in RECOMPILE_LISTENERS:
+                    listener(self, found, values)
+        started = time.perf_counter()
         try:
             with gc_pause.paused():  # Note [GC paused during a capture]
                 result = capture(self.fn, values, self.backend, self.fullgraph, self.callee_compiler, self.dynamic)
+                traced = time.perf_counter()
                 guards = self._compile_guards(result.guards)
         except GraphBreak as e:
             if self.fullgraph:
                 raise e.to_unsupported() from None
-            return self._fallback(f"{e.location}: {e.reason}", e)
+            return self._fallback(f"{e.location}: {e.reason}", e, started)
         except UserCodeRaisesError as e:  # cached: the same guards make the same call raise
             return self._fallback(f"frame runs eagerly: {e.reason} at {e.location} (the exception "
-                                  "escapes the compiled function)", e)
+                                  "escapes the compiled function)", e, started)
         except InternalTracerError as e:
             self._internal_error(e, "tracing")
-            return self._fallback(f"internal error: {e}", e)
+            return self._fallback(f"internal error: {e}", e, started)
         entry = CacheEntry(guards, result.fn, "compiled", result.graph_module,
-                           result.graph[0] if result.graph else None, result.seconds)
+                           result.graph[0] if result.graph else None)
+        entry.set_timing(started, result.seconds - result.backend_seconds - result.guard_seconds,
+                         result.backend_seconds, result.guard_seconds + time.perf_counter() - traced)
+        entry.side_effects = result.side_effects
         if result.graph_break is not None:
             brk = result.graph_break
             entry.reason = f"graph break at {brk.location}: {brk.reason}"
@@ -301,17 +331,20 @@ class CompiledFunction:
                               f"{self.code.co_filename}:{self.code.co_firstlineno}",
                               "this is a bytegraph bug; please report it") from e
 
-    def _fallback(self, reason: str, failure):
-        """Run the frame eagerly, cached under the guards the failed trace had collected."""
+    def _fallback(self, reason: str, failure, started: float):
+        """Run the frame eagerly, cached under the guards the failed trace had collected
+        (`started`: when that trace began)."""
         logger("graph_breaks").debug("running %s eagerly: %s", self.code.co_qualname, reason)
         if failure.guards is None:  # the capture could not make them (translate/capture.py)
             return self.fn
+        traced = time.perf_counter()
         try:
             guards = self._compile_guards(failure.guards)
         except InternalTracerError as e:  # not cached: the next call tries again
             self._internal_error(e, "compiling the guards of an eager entry for")
             return self.fn
         entry = CacheEntry(guards, self.fn, "eager", reason=reason)
+        entry.set_timing(started, traced - started, 0.0, time.perf_counter() - traced)
         return self._add_entry(entry, failure if isinstance(failure, GraphBreak) else None, None)
 
     def _compile_guards(self, guards: list) -> CompiledGuards:
@@ -343,11 +376,14 @@ class CompiledFunction:
     def _location(self) -> str:
         return f"{self.code.co_filename}:{self.code.co_firstlineno}"
 
-    def _recompile_message(self, values) -> str:
-        """Which guard failed for each entry the wrapper tried (runtime/recompiles.py)."""
-        found = recompiles.failures(self.entries, values)
-        notes = {f.entry_number: self._default_note(f.guard, values) for f in found if f.guard is not None}
+    def _recompile_message(self, found: list, values) -> str:
+        """Which guard failed for each entry the wrapper tried (`found`: runtime/recompiles.py)."""
+        notes = self.recompile_notes(found, values)
         return recompiles.recompile_message(self.code.co_qualname, self._location(), found, notes)
+
+    def recompile_notes(self, found: list, values) -> dict:
+        """Entry number -> what to add to its failure's line (the default a parameter was filled from)."""
+        return {f.entry_number: self._default_note(f.guard, values) for f in found if f.guard is not None}
 
     def _default_note(self, failure, values) -> str:
         """Names the defaults when the failing guard is on a parameter that the wrapper

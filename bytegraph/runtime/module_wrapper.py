@@ -15,6 +15,7 @@ the module and compiles the copy afresh.
 from __future__ import annotations
 
 import functools
+import inspect
 import types
 
 import torch
@@ -29,6 +30,8 @@ class CompiledModule:
 
     def __init__(self, module: torch.nn.Module, backend, fullgraph: bool, dynamic=None):
         compiled = CompiledFunction(forward_call, backend, fullgraph, dynamic, top_level=True)
+        forward = inspect.unwrap(type(module).forward)  # the user's, under decorators that wrap it
+        compiled.shown_as = (type(module).__qualname__, getattr(forward, "__code__", None))
         setattr_ = object.__setattr__
         setattr_(self, "_bg_module", module)
         setattr_(self, "_bg_compiled", compiled)

@@ -43,6 +43,22 @@ class Failure:
             said = f"{guard.describe()}{_now(guard, self.observed)}"
         return f"{said}{where(guard.user_location)}"
 
+    def value_text(self) -> str:
+        """What failed the guard, in words: the tensor properties that differ
+        (`shape (4,) (expected (3,))`) or what the value is now (`it is 5`); "" when every
+        guard holds or the value cannot be read."""
+        guard = self.guard
+        if guard is None:
+            return ""
+        if guard.kind is GuardKind.TENSOR_MATCH and isinstance(self.observed, torch.Tensor):
+            changes = _tensor_changes(guard.expected, self.observed)
+            if changes:
+                return changes
+        now = _now(guard, self.observed).removeprefix(", but ")
+        if not now and self.observed is not UNREADABLE:  # a guard on a size, a flag, ...: the value it reads
+            now = f"it is {_short(self.observed)}"
+        return now
+
 
 def failures(entries, values) -> list:
     """The first failing guard of each of `entries` for the call's argument `values`."""

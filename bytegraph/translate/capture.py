@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import time
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch.fx
 
@@ -35,14 +35,19 @@ _graph_ids = itertools.count()
 
 @dataclass
 class Capture:
-    """What one successful trace produced."""
+    """What one successful trace produced, and where its time went (tooling reads the
+    phases: `seconds` = tracing and codegen + `backend_seconds` + `guard_seconds`)."""
 
     fn: types.FunctionType           # transformed function, same signature as the original
-    guards: list                      # Guard objects, in the order they were installed
     graph_module: torch.fx.GraphModule | None
     graph: tuple | None              # (global name, compiled graph) for the runtime to install
-    seconds: float
     graph_break: GraphBreak | None = None  # set when the capture ended at a resumable break
+    side_effects: tuple = ()         # what the residual code replays, in words (SideEffects.summary)
+    guards: list = field(default_factory=list)  # Guard objects, in the order they were installed
+    started: float = 0.0             # time.perf_counter() when the capture began
+    seconds: float = 0.0             # the whole capture, restarts included
+    backend_seconds: float = 0.0     # the backend compiling the graph
+    guard_seconds: float = 0.0       # finishing the guards (the runtime compiles them after)
 
 
 def argument_names(code: types.CodeType) -> tuple[str, ...]:
@@ -71,7 +76,7 @@ def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = Fa
         output = None
         try:
             output = OutputGraph(dynamic, log)
-            new_fn, graph_module, graph, brk = _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn)
+            result = _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn)
         except RestartCapture:
             if log.restart():
                 continue
@@ -87,7 +92,11 @@ def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = Fa
             raise
         except Exception as e:  # a tracer bug: reported with the guards seen so far
             raise InternalTracerError(e, _finished_guards(output) if output is not None else []) from e
-        return Capture(new_fn, _finished_guards(output), graph_module, graph, time.perf_counter() - start, brk)
+        traced = time.perf_counter()
+        result.guards = _finished_guards(output)
+        end = time.perf_counter()
+        result.started, result.seconds, result.guard_seconds = start, end - start, end - traced
+        return result
 
 
 def _finished_guards(output) -> list:
@@ -165,15 +174,17 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
             raise brk from None  # nested: capture() restarts at the outermost call site
         # The graph is compiled only now that the residual code is known to be possible.
         residual, cg.instructions = cg.instructions, []
-        graph = _emit_graph_call(cg, output, outputs, backend)
+        graph, backend_seconds = _emit_graph_call(cg, output, outputs, backend)
         cg.instructions += residual
-        return _transformed_function(cg, fn), cg.graph_module, graph, brk
-    graph = _emit_graph_call(cg, output, _graph_outputs(cg, output, result), backend)
+        return Capture(_transformed_function(cg, fn), cg.graph_module, graph, brk, output.side_effects.summary(),
+                       backend_seconds=backend_seconds)
+    graph, backend_seconds = _emit_graph_call(cg, output, _graph_outputs(cg, output, result), backend)
     cg.reconstruct(result)
     output.side_effects.replay(cg)  # Note [Side-effect replay]: after the return value is loaded
     autocast.emit_real_transitions(cg, output, at_break=False)
     cg.return_value()
-    return _transformed_function(cg, fn), cg.graph_module, graph, None
+    return Capture(_transformed_function(cg, fn), cg.graph_module, graph, None, output.side_effects.summary(),
+                   backend_seconds=backend_seconds)
 
 
 def _cell_argument(output: OutputGraph, name: str, cell: types.CellType) -> CellVariable:
@@ -206,14 +217,14 @@ def _graph_outputs(cg: PyCodegen, output: OutputGraph, result) -> list:
     return outputs
 
 
-def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend) -> tuple | None:
-    """Compile the graph (if it has any op) and emit the call to it; returns (its global
-    name, the compiled graph). The runtime installs it with the cache entry, so a capture
-    that fails later leaves nothing in the function's globals."""
+def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend) -> tuple:
+    """Compile the graph (if it has any op) and emit the call to it; returns ((its global
+    name, the compiled graph) or None, the backend's seconds). The runtime installs it with
+    the cache entry, so a capture that fails later leaves nothing in the function's globals."""
     graph = output.graph
     has_ops = any(node.op not in ("placeholder",) for node in graph.nodes)
     if not has_ops:
-        return None
+        return None, 0.0
     autocast.close_graph(output)  # Note [Autocast in the trace]: the graph is balanced
     tx = output.current_tx
     graph.output(tuple(vt.node if vt.is_tensor else vt.as_fx_arg(tx) for vt in outputs))
@@ -228,16 +239,18 @@ def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend)
         [vt.example for _, vt, _ in output.inputs]
     grad_mode = torch.is_grad_enabled()
     with gc_pause.resumed():  # Note [GC paused during a capture]
+        started = time.perf_counter()
         try:
             compiled = backend(gm, example_inputs)
         finally:  # a backend that runs the graph (AOT autograd traces it) may leave its grad mode set
             torch._C._set_grad_enabled(grad_mode)
+        backend_seconds = time.perf_counter() - started
     name = f"__bg_graph_{next(_graph_ids)}"
     cg.graph_module = gm
     cg.call_graph(name, [src for src, _, _ in output.inputs])
     if output.grad_flags:
         requires_grad.replay_flags(cg, output, outputs)
-    return name, compiled
+    return (name, compiled), backend_seconds
 
 
 def _collect_graph_tensors(vt, outputs: list, index: dict, seen: set | None = None) -> None:

@@ -29,8 +29,8 @@ from .._bytecode.instructions import instructions_of
 
 _FILENAME = "<bytegraph continuation>"
 _cache: dict = {}
-# continuation code -> (calls, instruction index of each call's CALL: innermost first);
-# by identity (`CodeMap`): the entry goes with the continuation's code
+# continuation code -> (calls, instruction index of each call's CALL: innermost first, the
+# function it calls first); by identity (`CodeMap`): the entry goes with the continuation's code
 _CALLS = CodeMap()
 
 
@@ -81,8 +81,15 @@ def _build(waiting: tuple, last: types.FunctionType) -> types.FunctionType:
         co_qualname=name, co_firstlineno=1, co_consts=(None,))
     new_code = make_code(body, like=like)
     calls = [i for i, inst in enumerate(instructions_of(new_code)) if inst.opname == "CALL"]
-    _CALLS[new_code] = (waiting, tuple(calls))
+    _CALLS[new_code] = (waiting, tuple(calls), last)
     return types.FunctionType(new_code, last.__globals__, name)
+
+
+def first_call(code: types.CodeType) -> types.FunctionType | None:
+    """The function a continuation calls first (the resume function of the frame that broke);
+    None if `code` is not a continuation's."""
+    entry = _CALLS.get(code)
+    return entry[2] if entry is not None else None
 
 
 def waiting_calls(code: types.CodeType, index: int, local_vars: dict) -> list | None:
@@ -92,7 +99,7 @@ def waiting_calls(code: types.CodeType, index: int, local_vars: dict) -> list | 
     entry = _CALLS.get(code)
     if entry is None:
         return None
-    waiting, calls = entry
+    waiting, calls, _ = entry
     n = len(waiting) - calls.index(index)  # the first CALL runs the innermost function
     out = []
     for link, (resume, result_at) in enumerate(waiting[:n]):
