@@ -97,5 +97,13 @@ def start_from_env(environ=os.environ) -> Session | None:
         previous(exc_type, exc, tb)
 
     sys.excepthook = excepthook
-    atexit.register(session.close)
+    atexit.register(_close_and_tell, session)
     return session
+
+
+def _close_and_tell(session: Session) -> None:
+    """The end of a `BYTEGRAPH_REPORT` run: the last write, and one line saying where it went."""
+    session.close()
+    print(f"bytegraph: compile report written to {session.index} "
+          f"(open it in a browser, or run: python -m bytegraph.report {shlex.quote(str(session.directory))})",
+          file=sys.stderr)
