@@ -21,8 +21,8 @@ eager's object; its attributes are read from it), is a constant (vars/constant.p
 dtype object read from outside is constant data too (guarded by type and equality). A
 result numpy would return as an array, a call that warns (`np.log(0)`: the warning is
 eager's, once per call) and one with an argument that is not constant data break with the
-reason; numpy on a tensor breaks naming
-the call, with the torch function to use where torch has one of that name.
+reason; numpy on a tensor breaks naming the call, with the torch function to use where
+torch has one of that name.
 
 A numpy scalar passed to a graph op is the argument itself (torch's argument parser treats
 it as eager does: as a Python number for a scalar argument, with its own dtype for
