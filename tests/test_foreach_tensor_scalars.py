@@ -104,3 +104,12 @@ def test_mul_keeps_its_tensor_overload():
     torch.testing.assert_close(compiled(xs, t), fn(xs, t))
     assert not any(isinstance(a, list) for n in counter.graphs[0].graph.nodes for a in n.args[1:]), \
         counter.graphs[0].code
+
+
+def test_integer_exponent_is_not_rewritten():
+    """A negative integer exponent makes the scalar overload raise, not the list one: no rewrite."""
+    fn = lambda xs, t: torch._foreach_pow(xs, t)  # noqa: E731
+    check(fn, [torch.tensor([1, 2, 3])], torch.tensor(-1))
+    check(fn, [torch.tensor([1, 2, 3])], torch.tensor(2))
+    with pytest.raises(bytegraph.Unsupported, match=r"depends on tensor data"):
+        bytegraph.compile(fn, fullgraph=True)([torch.tensor([1, 2, 3])], torch.tensor(2))

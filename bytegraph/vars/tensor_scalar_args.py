@@ -20,8 +20,9 @@ its tensor-list overload, the decomposition torch.compile makes of `_foreach_pow
 probe says that is the same call (`_tensor_list_form`): the op, run on small real tensors
 of the arguments' dtypes, reads the tensor as a Scalar (`.item()`: a call that does not,
 such as `_foreach_mul(xs, t)`'s Tensor overload, is recorded as it is), and the list form
-gives the same result dtypes and raises where it does. Otherwise the call stays
-data-dependent: a graph break.
+gives the same result dtypes and raises where it does, the scalar being 1, 0 and -1 in turn
+(an integer `_foreach_pow(ints, t)` raises for a negative `t` only in the scalar form: not
+rewritten). Otherwise the call stays data-dependent: a graph break.
 """
 from __future__ import annotations
 
@@ -158,32 +159,55 @@ def _tensor_list_form(tx, fn, args: list, kwargs: dict):
     (key,) = scalars
     n = len(lists[0])
 
-    def with_list(values, repeated):
+    def put(values, value):
         out_args, out_kwargs = list(values[0]), dict(values[1])
         if type(key) is int:
-            out_args[key] = repeated
+            out_args[key] = value
         else:
-            out_kwargs[key] = repeated
+            out_kwargs[key] = value
         return out_args, out_kwargs
 
+    vt = args[key] if type(key) is int else kwargs[key]
     try:
         with unset_fake_temporarily(), torch.no_grad():
-            probe_args, probe_kwargs = [_probe(a) for a in args], {k: _probe(v) for k, v in kwargs.items()}
-            reads = _ScalarReads()
-            with reads:
-                as_scalar = fn(*probe_args, **probe_kwargs)
-            if not reads.read:
-                return None
-            scalar = probe_args[key] if type(key) is int else probe_kwargs[key]
-            list_args, list_kwargs = with_list((probe_args, probe_kwargs), [scalar] * n)
-            as_list = fn(*list_args, **list_kwargs)
-    except (_NoProbe, RuntimeError, TypeError, ValueError):  # eager's error: recorded as it is
+            probes = [_probe(a) for a in args], {k: _probe(v) for k, v in kwargs.items()}
+            for value in _PROBE_VALUES[_kind(vt.example.dtype)]:
+                scalar = torch.full((), value, dtype=vt.example.dtype).requires_grad_(vt.example.requires_grad)
+                reads = _ScalarReads()
+                with reads:
+                    as_scalar = _outcome(fn, *put(probes, scalar))
+                if not reads.read:
+                    return None
+                if as_scalar != _outcome(fn, *put(probes, [scalar] * n)):
+                    return None
+    except _NoProbe:
         return None
-    if _result_types(as_scalar) != _result_types(as_list):
+    if type(as_scalar) is type:  # it raises (eager's error): recorded as it is
         return None
-    vt = args[key] if type(key) is int else kwargs[key]
-    new_args, new_kwargs = with_list((args, kwargs), ListVariable([vt] * n))
-    return tx.output.call_op("call_function", fn, new_args, new_kwargs)
+    return tx.output.call_op("call_function", fn, *put((args, kwargs), ListVariable([vt] * n)))
+
+
+# The values the scalar tensor takes in the probe, per kind of dtype: the two forms must agree
+# on each, errors included (`_foreach_pow(ints, t)` raises for a negative integer `t`, the list
+# form does not).
+_PROBE_VALUES = {"bool": (True, False), "unsigned": (1, 0), "signed": (1, 0, -1)}
+
+
+def _kind(dtype) -> str:
+    if dtype is torch.bool:
+        return "bool"
+    if not dtype.is_floating_point and not dtype.is_complex and not dtype.is_signed:
+        return "unsigned"
+    return "signed"
+
+
+def _outcome(fn, args, kwargs):
+    """What must agree between the two forms of a call: its results' dtypes, or the type of
+    the error it raises."""
+    try:
+        return _result_types(fn(*args, **kwargs))
+    except (RuntimeError, TypeError, ValueError) as e:
+        return type(e)
 
 
 def _probe(vt):
@@ -203,7 +227,7 @@ def _probe(vt):
 
 
 def _result_types(result):
-    """What must agree between the two forms of a call: its results' dtypes."""
+    """The dtypes of a call's results."""
     if isinstance(result, (list, tuple)):
         return tuple(_result_types(r) for r in result)
     return result.dtype if isinstance(result, torch.Tensor) else type(result)
