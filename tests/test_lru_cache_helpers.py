@@ -292,3 +292,7 @@ def test_uncached_wrapper_does_not_hash():
 def test_hash_written_in_python_before_an_unhashable_argument_runs_as_eager():
     """The key is hashed in order: a user `__hash__` (which prints) runs before the list raises."""
     check(lambda x, p: x * cached_len(p, scale=[1]), T(2), PrintingHash())
+
+
+def test_unhashable_constant_argument_raises_as_eager():
+    check(lambda x: x * cached_len((1, slice(2))), T(2), fullgraph=True, state=lambda: list(BODY_RUNS))

@@ -138,11 +138,11 @@ class LruCacheWrapperVariable(UserObjectVariable):
         if self.value.cache_parameters()["maxsize"] == 0:
             return
         for vt in (*args, *kwargs.values()):
-            unhashable = _unhashable_type(vt)
-            if unhashable is _HASHED_BY_CODE:
+            error = _hash_error(vt)
+            if error is _HASHED_BY_CODE:
                 return
-            if unhashable is not None:
-                tx.raise_user_error(TypeError(f"unhashable type: '{_type_name(unhashable)}'"))
+            if error is not None:
+                tx.raise_user_error(error)
 
     def _called_now(self, tx, key, why: str = ""):
         """The wrapper called now, its immutable constant result folded (Note [Cached calls
@@ -241,23 +241,27 @@ _HASHED_BY_CODE = object()  # an argument whose hash runs Python code (or is not
 _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement or type()
 
 
-def _unhashable_type(vt):
-    """The type whose missing hash makes `hash(value)` raise TypeError (the value's, or that of
-    an item of a tuple it is), None if hashing it raises nothing and runs no Python code, or
+def _hash_error(vt):
+    """The TypeError `hash(value)` raises (the value's type, or that of an item of a tuple it
+    is, has no hash), None if hashing it raises nothing and runs no Python code, or
     `_HASHED_BY_CODE`."""
     if vt.is_python_constant() and is_constant_value(vt.as_python_constant()):
+        try:  # C hashes of constants (a slice has none)
+            hash(vt.as_python_constant())
+        except TypeError as e:
+            return e
         return None
     try:
         cls = vt.python_type()
     except NotImplementedError:
         return _HASHED_BY_CODE
     if cls.__hash__ is None:
-        return cls
+        return TypeError(f"unhashable type: '{_type_name(cls)}'")
     if cls.__hash__ is tuple.__hash__ and vt.sequence_items() is not None:
         for item in vt.sequence_items():
-            found = _unhashable_type(item)
-            if found is not None:
-                return found
+            error = _hash_error(item)
+            if error is not None:
+                return error
         return None
     if vt.is_tensor or not isinstance(cls.__hash__, types.FunctionType):  # Tensor.__hash__ is id()
         return None
