@@ -261,13 +261,14 @@ _PER_DEVICE = ((re.compile(r"is_autocast_(\w+)_enabled"), torch.is_autocast_enab
 def _per_device_queries() -> dict:
     """torch's per-device spellings of the two queries (`is_autocast_<device>_enabled`,
     `get_autocast_<device>_dtype`: deprecated aliases of the generic ones), as torch's
-    namespace has them."""
+    namespace has them, for the devices autocast supports (not `is_autocast_cache_enabled`)."""
+    devices = set(torch._C._autocast_supported_devices())
     rows = {}
     for name in dir(torch):
         for pattern, generic, read in _PER_DEVICE:
             match = pattern.fullmatch(name)
-            if match is not None:
-                device = _DEVICE_ALIASES.get(match.group(1), match.group(1))
+            device = match and _DEVICE_ALIASES.get(match.group(1), match.group(1))
+            if device in devices:
                 rows[getattr(torch, name)] = _fixed_device_query(generic, read, device)
     return rows
 
