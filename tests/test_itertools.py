@@ -399,3 +399,30 @@ def test_next_of_a_real_c_iterator_breaks_instead_of_raising():
 
     assert _break_reasons(fn, T(2), itertools.count(3)) == ["iterating over it of type count"]
     check(fn, T(2), itertools.count(3))
+
+
+BAD_SIGNATURES = {
+    "product_unknown_keyword": (I.product, ([1, 2, 3],), {"fake_arg": 1}),
+    "permutations_no_arguments": (I.permutations, (), {}),
+    "permutations_three_arguments": (I.permutations, ([1, 2, 3], 1, 2), {}),
+    "permutations_unknown_keyword": (I.permutations, ([1, 2, 3],), {"fake_arg": 1}),
+    "combinations_missing_r": (I.combinations, ([1, 2, 3],), {}),
+    "pairwise_keyword": (I.pairwise, (), {"iterable": [1, 2]}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_SIGNATURES))
+def test_arguments_the_signature_does_not_take_are_an_unsupported_call(name):
+    """As torch.compile: the call breaks the graph (fullgraph=True reports it); it runs eagerly
+    at the break and raises eager's own TypeError."""
+    callee, args, kwargs = BAD_SIGNATURES[name]
+
+    def fn(*args, **kwargs):
+        return torch.tensor(list(callee(*args, **kwargs)))
+
+    with pytest.raises(TypeError):
+        fn(*args, **kwargs)
+    qualified = f"itertools\\.{callee.__name__}"
+    with pytest.raises(bytegraph.Unsupported, match=rf"{qualified}\(\) called with arguments its signature does not"):
+        bytegraph.compile(fn, fullgraph=True)(*args, **kwargs)
+    check(fn, *args, **kwargs)

@@ -226,3 +226,73 @@ def test_marked_function_with_a_tensor_argument_breaks():
     check(fn, T(2))
     reasons = [r.reason for r in bytegraph.explain(fn, T(2)).break_reasons]
     assert any("marked torch.compiler.assume_constant_result" in r for r in reasons), reasons
+
+
+# ---- unhashable arguments: the wrapper raises TypeError before the body runs, as eager ------
+BODY_RUNS = []
+
+
+@functools.lru_cache
+def cached_len(items, scale=1):
+    BODY_RUNS.append(len(items))
+    return len(items) * scale
+
+
+@functools.lru_cache(maxsize=0)
+def uncached_len(items):
+    return len(items)
+
+
+class EqOnly:
+    """`__eq__` without `__hash__`: instances are unhashable."""
+
+    def __eq__(self, other):
+        return self is other
+
+
+class PrintingHash:
+    def __hash__(self):
+        print("hashed")
+        return 1
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: cached_len([1, 2]),
+    lambda x: cached_len({"a": 1}),
+    lambda x: cached_len({1, 2}),
+    lambda x: cached_len((1, [2])),
+    lambda x: cached_len((1, 2), scale=[3]),
+    lambda x: cached_len(EqOnly()),
+    lambda x: cached_len([x]),
+], ids=["list", "dict", "set", "list in a tuple", "keyword", "class without __hash__", "list of tensors"])
+def test_unhashable_argument_raises_as_eager(call):
+    fn = lambda x: x * call(x)  # noqa: E731
+    BODY_RUNS.clear()
+    check(fn, T(2), state=lambda: list(BODY_RUNS))
+    check(fn, T(2), fullgraph=True, state=lambda: list(BODY_RUNS))  # the traced call raises it too
+
+
+def test_unhashable_argument_error_caught_in_the_trace_is_one_graph():
+    def fn(x, items):
+        try:
+            return x * cached_len(items)
+        except TypeError as e:
+            return x - len(str(e))
+
+    BODY_RUNS.clear()
+    check(fn, T(2), [1, 2, 3], graphs=1, fullgraph=True, state=lambda: list(BODY_RUNS))
+    assert BODY_RUNS == []
+
+
+def test_uncached_wrapper_does_not_hash():
+    """`lru_cache(maxsize=0)` calls the function without making a key: no TypeError."""
+    check(lambda x: x * uncached_len([1, 2, 3]), T(2))
+
+
+def test_hash_written_in_python_before_an_unhashable_argument_runs_as_eager():
+    """The key is hashed in order: a user `__hash__` (which prints) runs before the list raises."""
+    check(lambda x, p: x * cached_len(p, scale=[1]), T(2), PrintingHash())
+
+
+def test_unhashable_constant_argument_raises_as_eager():
+    check(lambda x: x * cached_len((1, slice(2))), T(2), fullgraph=True, state=lambda: list(BODY_RUNS))

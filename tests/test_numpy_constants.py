@@ -1,9 +1,10 @@
 """numpy on Python numbers and lists in traced code (bytegraph/vars/numpy_calls.py): ufuncs,
-numpy's core reductions and scalar types folded on constant data, their results constants
-of eager's type (`np.float64`, `np.int64`, `np.bool`), numpy scalars passed to graph ops as
-eager passes them; numpy on a tensor, array results and warnings are reasoned graph breaks.
-Differential: outputs (types included), grads, errors; torch.compile with fullgraph=True is
-the reference for the one-graph cases."""
+numpy's core reductions, scalar types and `np.finfo`/`np.iinfo` folded on constant data
+(dtype objects from outside included), their results constants of eager's type
+(`np.float64`, `np.int64`, `np.bool`, numpy's own limits objects), numpy scalars passed to
+graph ops as eager passes them; numpy on a tensor, array results and warnings are reasoned
+graph breaks. Differential: outputs (types included), grads, errors; torch.compile with
+fullgraph=True is the reference for the one-graph cases."""
 import re
 
 import numpy as np
@@ -15,6 +16,7 @@ from helpers import check
 
 X = torch.randn(2, 8, requires_grad=True)
 SCALE = np.float32(0.5)
+INT8 = np.dtype("int8")
 
 
 def _one_graph_as_torch_compile(fn, *args):
@@ -118,3 +120,52 @@ def test_non_constant_argument_breaks():
             return 2.0
 
     _breaks_with(lambda x, b: x * np.sqrt(b), X, Box(), match=r"np\.sqrt called on values that are not constant data")
+
+
+# ---- machine limits: np.finfo / np.iinfo on constant dtypes, folded --------------------------
+@pytest.mark.parametrize("fn", [
+    lambda x: x * np.finfo(np.float32).eps + np.iinfo(np.int32).max,
+    lambda x: x.clamp(min=float(np.finfo(np.float16).min), max=float(np.finfo("float16").max)),
+    lambda x: x + np.finfo(float).tiny * np.iinfo(INT8).bits,
+], ids=["eps and max", "float16 range by type and by name", "builtin type and dtype object from outside"])
+def test_finfo_and_iinfo_are_one_graph(fn):
+    _one_graph_as_torch_compile(fn, X)
+
+
+def test_limits_keep_eager_types():
+    def f(x):
+        fi, ii = np.finfo(np.float32), np.iinfo(np.int8)
+        return x + 1, fi.eps, fi.tiny, fi.max, fi.bits, fi.dtype, ii.min, ii.max, fi, ii
+
+    res = check(f, X, graphs=1, fullgraph=True)
+    assert type(res.compiled.out[1]) is np.float32 and res.compiled.out[-2] is np.finfo(np.float32)
+
+
+def test_limits_of_a_dtype_read_from_outside_and_in_a_helper():
+    def eps_of(dtype):
+        return np.finfo(dtype).eps
+
+    check(lambda x, dt: x * eps_of(dt), X, np.float64, graphs=1, fullgraph=True)
+
+
+def test_limits_errors_are_raised_as_eager():
+    check(lambda x: x * np.finfo(np.int32).eps, X)
+    check(lambda x: x * np.iinfo(np.float32).max, X)
+
+    def caught(x):
+        try:
+            return x * np.iinfo("float32").max
+        except ValueError:
+            return x - 1
+
+    check(caught, X, graphs=1, fullgraph=True)
+
+
+def test_limits_of_a_tensor_break_naming_the_call():
+    def f(x):
+        try:
+            return x * np.finfo(x).eps  # numpy raises ValueError: a tensor is no dtype
+        except ValueError:
+            return x - 1
+
+    _breaks_with(f, X, match=r"numpy function np\.finfo called on a tensor")

@@ -4,6 +4,7 @@ import collections
 import copy
 import enum
 import functools
+import inspect
 import itertools
 import logging
 import math
@@ -303,3 +304,24 @@ def test_a_break_inside_a_polyfill_body_keeps_eager_semantics():
         return functools.reduce(step, [x, x * 2, x * 3]) * 2
 
     check(f, T(2))  # print() breaks inside the inlined body: stdout and results as eager
+
+
+def _binding_shape(sig):
+    """What decides which arguments bind: each parameter's kind, its name where a keyword can
+    name it, whether it has a default."""
+    return tuple((p.kind, None if p.kind is p.POSITIONAL_ONLY else p.name, p.default is not p.empty)
+                 for p in sig.parameters.values())
+
+
+def test_polyfill_bodies_take_the_arguments_their_c_function_takes():
+    """A polyfilled call binds by the body's public signature (arguments it does not take
+    break the graph): where the C function's signature is inspectable, it is the same."""
+    checked = 0
+    for target, polyfill in POLYFILLS.items():
+        try:
+            c_signature = inspect.signature(target)
+        except (TypeError, ValueError):  # no text signature (itertools.product, functools.reduce)
+            continue
+        assert _binding_shape(polyfill.signature) == _binding_shape(c_signature), (target, polyfill.signature)
+        checked += 1
+    assert checked >= 20

@@ -35,6 +35,7 @@ from .exceptions import ExceptionVariable, TracebackVariable
 from .iterators import (EnumerateIteratorVariable, FilterIteratorVariable, IteratorVariable, MapIteratorVariable,
                         ZipIteratorVariable, iterator_of)
 from .tensor import TensorVariable
+from .legacy_tensor_types import legacy_isinstance
 from .objects import InstanceDictVariable
 from .sorting import best_of
 from .construction import new_object
@@ -295,6 +296,9 @@ def _len(tx, fn, args, kwargs):
 def _isinstance(tx, fn, args, kwargs):
     obj, classes = args
     cls = classes.as_python_constant()
+    legacy = legacy_isinstance(obj, cls)  # `torch.FloatTensor`: its metaclass checks dtype and backend
+    if legacy is not None:
+        return ConstantVariable(legacy)
     try:
         return ConstantVariable(issubclass(obj.python_type(), cls))
     except TypeError as e:

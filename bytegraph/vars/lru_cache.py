@@ -1,5 +1,10 @@
 """Functions wrapped by `functools.lru_cache` / `functools.cache` (`_lru_cache_wrapper`).
 
+A wrapper with a cache hashes its key first: an argument with no hash (a list, a dict, a
+set, an instance of a class defining `__eq__` alone, a tuple holding one of those) raises
+eager's TypeError (`unhashable type: 'list'`) in the trace, before the body would run, so a
+handler in the traced code catches it as eagerly (`_hash_key`).
+
 A cached call in eager either runs the wrapped function or returns an earlier result,
 possibly computed under other values of the globals the body reads, without running it.
 A call is folded to a constant only when that is sound: the arguments are hashable
@@ -92,6 +97,7 @@ class LruCacheWrapperVariable(UserObjectVariable):
         self.folded = {}  # (args, kwargs) -> result folded earlier in this trace
 
     def call_function(self, tx, args, kwargs):
+        self._hash_key(tx, args, kwargs)
         if not all(a.is_python_constant() and is_constant_value(a.as_python_constant())
                    for a in (*args, *kwargs.values())):
             return self._replayed(tx, args, kwargs, "with arguments that are not hashable constants")
@@ -122,6 +128,21 @@ class LruCacheWrapperVariable(UserObjectVariable):
         result = ConstantVariable(value)
         self._remember(tx, key, result)
         return result
+
+    def _hash_key(self, tx, args, kwargs) -> None:
+        """What the wrapper does first with a cache (`maxsize` not 0): hash its key, the
+        arguments then the keyword values, in order. An argument whose type has no hash (a
+        list, a dict, a class defining `__eq__` alone; a tuple holding one) raises eager's
+        TypeError here, before the body; the walk stops at the first argument whose hash
+        would run Python code (the rules below decide that call)."""
+        if self.value.cache_parameters()["maxsize"] == 0:
+            return
+        for vt in (*args, *kwargs.values()):
+            error = _hash_error(vt)
+            if error is _HASHED_BY_CODE:
+                return
+            if error is not None:
+                tx.raise_user_error(error)
 
     def _called_now(self, tx, key, why: str = ""):
         """The wrapper called now, its immutable constant result folded (Note [Cached calls
@@ -214,6 +235,45 @@ def _returns_none(fn) -> bool:
 
 
 _NOT_PLAIN = 0x20 | 0x80 | 0x100 | 0x200  # CO_GENERATOR, CO_COROUTINE, CO_ITERABLE_COROUTINE, CO_ASYNC_GENERATOR
+
+
+_HASHED_BY_CODE = object()  # an argument whose hash runs Python code (or is not known)
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement or type()
+
+
+def _hash_error(vt):
+    """The TypeError `hash(value)` raises (the value's type, or that of an item of a tuple it
+    is, has no hash), None if hashing it raises nothing and runs no Python code, or
+    `_HASHED_BY_CODE`."""
+    if vt.is_python_constant() and is_constant_value(vt.as_python_constant()):
+        try:  # C hashes of constants (a slice has none)
+            hash(vt.as_python_constant())
+        except TypeError as e:
+            return e
+        return None
+    try:
+        cls = vt.python_type()
+    except NotImplementedError:
+        return _HASHED_BY_CODE
+    if cls.__hash__ is None:
+        return TypeError(f"unhashable type: '{_type_name(cls)}'")
+    if cls.__hash__ is tuple.__hash__ and vt.sequence_items() is not None:
+        for item in vt.sequence_items():
+            error = _hash_error(item)
+            if error is not None:
+                return error
+        return None
+    if vt.is_tensor or not isinstance(cls.__hash__, types.FunctionType):  # Tensor.__hash__ is id()
+        return None
+    return _HASHED_BY_CODE
+
+
+def _type_name(cls: type) -> str:
+    """The name CPython's messages give a type (its `tp_name`): the bare name of a class made
+    by a class statement, `module.name` for one written in C outside builtins."""
+    if cls.__flags__ & _HEAPTYPE or cls.__module__ == "builtins":
+        return cls.__name__
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _identity_hashed(vt) -> bool:

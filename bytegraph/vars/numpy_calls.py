@@ -10,14 +10,19 @@ Which numpy callables are pure is read from their types, not from a list of name
   core math and reduction modules (`PURE_MODULES`: `fromnumeric`, `numeric`, `umath`,
   `function_base`, `_multiarray_umath`); those of other modules (I/O in `numpy.lib`, ...)
   stay graph breaks with the function's name;
-- numpy's scalar types (`np.float32`, `np.int64`, ...; a trace rule, `SCALAR_TYPES`).
+- numpy's scalar types (`np.float32`, `np.int64`, ...) and machine-limits classes
+  (`np.finfo`, `np.iinfo`: what numpy's `getlimits` module exports, `LIMIT_CLASSES`); trace
+  rules, `FOLDED_CLASSES`.
 A call whose arguments are all constant data (numbers, bools, strings, None, numpy scalars
 and dtypes, tuples and lists of those) runs at trace time, as eager runs it, and its
-result, a numpy scalar (kept with eager's type: `type(np.sqrt(4.0))` is `np.float64`) or a
-Python constant, is a constant (vars/constant.py). A result numpy would return as an array,
-a call that warns (`np.log(0)`: the warning is eager's, once per call) and one with an
-argument that is not constant data break with the reason; numpy on a tensor breaks naming
-the call, with the torch function to use where torch has one of that name.
+result, a numpy scalar (kept with eager's type: `type(np.sqrt(4.0))` is `np.float64`), a
+Python constant or the limits object numpy returns (numpy caches one per dtype, so it is
+eager's object; its attributes are read from it), is a constant (vars/constant.py). A numpy
+dtype object read from outside is constant data too (guarded by type and equality). A
+result numpy would return as an array, a call that warns (`np.log(0)`: the warning is
+eager's, once per call) and one with an argument that is not constant data break with the
+reason; numpy on a tensor breaks naming the call, with the torch function to use where
+torch has one of that name.
 
 A numpy scalar passed to a graph op is the argument itself (torch's argument parser treats
 it as eager does: as a Python number for a scalar argument, with its own dtype for
@@ -26,6 +31,7 @@ code can spell it (`np.float64(2.0)`).
 """
 from __future__ import annotations
 
+import sys
 import warnings
 
 import torch
@@ -65,7 +71,7 @@ def is_pure(fn) -> bool:
     """Whether numpy callable `fn` is a pure function of its arguments (see the docstring)."""
     if numpy is None:
         return False
-    if isinstance(fn, numpy.ufunc) or fn in NUMPY_SCALAR_TYPES:
+    if isinstance(fn, numpy.ufunc) or fn in NUMPY_SCALAR_TYPES or fn in LIMIT_CLASSES:
         return True
     return type(fn) is _DISPATCHER and _implementation_module(fn) in PURE_MODULES
 
@@ -128,7 +134,7 @@ class NumpyFunctionVariable(CallableValueVariable):
         if caught:
             tx.unsupported(f"numpy function {_name(fn)} warns on these arguments ({caught[0].message}): the "
                            "warning is eager's", category="unsupported call", hint=_HINT)
-        if not is_constant_value(result):
+        if not is_constant_value(result) and type(result) not in LIMIT_CLASSES:
             tx.unsupported(f"numpy function {_name(fn)} returns a {type(result).__qualname__} (numpy arrays are "
                            "not traced; numpy scalars are constants)", category="unsupported call", hint=_HINT)
         return ConstantVariable(result)
@@ -143,21 +149,45 @@ class NumpyFunctionVariable(CallableValueVariable):
         return f"numpy function {_name(self.fn)}"
 
 
+# numpy's machine-limits module (numpy 2 spells it `numpy._core`, numpy 1 `numpy.core`): its
+# classes make immutable objects describing a dtype, cached per dtype by numpy.
+_LIMITS_MODULES = ("numpy._core.getlimits", "numpy.core.getlimits")
+
+
+def _limit_classes() -> frozenset:
+    """The classes numpy's limits module exports (`np.finfo`, `np.iinfo`)."""
+    for name in _LIMITS_MODULES:
+        module = sys.modules.get(name)
+        if module is not None:
+            return frozenset(c for c in map(module.__dict__.get, module.__all__) if isinstance(c, type))
+    return frozenset()
+
+
 if numpy is not None:
     _DISPATCHER = type(numpy.sum)
     _DTYPE_LIKE_CLASSES = frozenset({*NUMPY_SCALAR_TYPES, bool, int, float, complex})
     _DTYPE_TYPES = (numpy.dtype,)
-    # The scalar types are classes: a trace rule (RULES is consulted for classes first).
-    SCALAR_TYPES = {t: NumpyFunctionVariable for t in NUMPY_SCALAR_TYPES}
+    LIMIT_CLASSES = _limit_classes()
+    # The scalar types and limits classes are classes: trace rules (RULES is consulted for
+    # classes first).
+    FOLDED_CLASSES = {t: NumpyFunctionVariable for t in (*NUMPY_SCALAR_TYPES, *LIMIT_CLASSES)}
 
     @register(numpy.ufunc, _DISPATCHER)
     def build_numpy_function(tx, value, source, do_guard: bool) -> NumpyFunctionVariable:
         guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
         return NumpyFunctionVariable(value, source)
 
+    @register(numpy.dtype)
+    def build_numpy_dtype(tx, value, source, do_guard: bool) -> ConstantVariable:
+        """A numpy dtype object from outside (`np.finfo(arr.dtype)`): immutable constant data,
+        guarded by type and equality."""
+        guard(tx, do_guard, GuardKind.CONSTANT_MATCH, source, value)
+        return ConstantVariable(value, source)
+
     torch.fx.graph._register_custom_builtin("np", "import numpy as np", numpy)  # `np.float64(2.0)` in graph code
 else:
     _DISPATCHER = None
     _DTYPE_LIKE_CLASSES = frozenset()
     _DTYPE_TYPES = ()
-    SCALAR_TYPES = {}
+    LIMIT_CLASSES = frozenset()
+    FOLDED_CLASSES = {}

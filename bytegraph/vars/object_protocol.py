@@ -55,9 +55,15 @@ def items_equal(tx, xs, ys) -> bool:
 def generic_fx_arg(tx, vt):
     if vt.is_python_constant():
         value = vt.as_python_constant()
+        if not isinstance(value, type):
+            return value
         # torch's argument parser reads a Python number type as a dtype (`dtype=float` is
-        # float64); FX code cannot spell the class, so the node gets the dtype it stands for
-        return _PYTHON_TYPE_DTYPES.get(value, value) if type(value) is type else value
+        # float64); FX code cannot spell a class, so the node gets the dtype it stands for
+        if value in _PYTHON_TYPE_DTYPES:
+            return _PYTHON_TYPE_DTYPES[value]
+        name = f"{value.__module__}.{value.__qualname__}"
+        tx.unsupported(f"passing the class {name} to a torch op (FX code cannot spell the class {name})",
+                       category="unsupported op argument")
     tx.unsupported(f"passing {vt.describe()} to a torch op", category="unsupported op argument")
 
 

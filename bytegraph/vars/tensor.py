@@ -30,6 +30,7 @@ from .hooks.intermediate import register_hook
 from .hooks.tensor import HOOK_METHODS, register_tensor_hook
 from . import factory
 from .tensor_scalar_args import rewrite_method
+from .legacy_tensor_types import spelled_by_name
 
 # Attributes whose value only depends on what the tensor guard pins.
 _METADATA_ATTRS = frozenset({
@@ -71,6 +72,7 @@ class TensorMethod:
     symbolic: bool = False  # METADATA: its result holds SymInts when the sizes are symbolic (vars/symbolic.py)
     bare: bool = False  # METADATA only when called without arguments; else a graph op
     on_intermediate: bool = False  # HOOK: also on a tensor computed in the trace (vars/intermediate_hooks.py)
+    node_args: object = None  # GRAPH_OP: (args, kwargs) -> how the node spells them (`type`: legacy types by name)
 
 
 _GRAPH_OP = TensorMethod(How.GRAPH_OP)
@@ -107,7 +109,7 @@ TENSOR_METHODS: dict[str, TensorMethod] = {
     "storage_offset": TensorMethod(How.METADATA, pinned=True, symbolic=True),
     "is_inference": TensorMethod(How.METADATA, pinned=True),
     "is_contiguous": TensorMethod(How.METADATA, pinned=True),
-    "type": TensorMethod(How.METADATA, bare=True),
+    "type": TensorMethod(How.METADATA, bare=True, node_args=spelled_by_name),
 }
 
 
@@ -236,6 +238,8 @@ class TensorVariable(VariableTracker):
             rewritten = rewrite_method(tx, name, [self, *args], kwargs)
             if rewritten is not None:
                 return rewritten
+        if rule.node_args is not None:
+            args, kwargs = rule.node_args(args, kwargs)
         return tx.output.call_op("call_method", name, [self, *args], kwargs)
 
     def _data_dependent(self, tx, name: str, rule: TensorMethod, args: list, kwargs: dict):

@@ -12,12 +12,25 @@ The multi-tensor forms are rewritten the same way, one op per list item: a 0-dim
 `alpha` of `torch._foreach_add(_)`/`_foreach_sub(_)`, and the tensor `scalars` of
 `torch._foreach_addcmul(_)`/`_foreach_addcdiv(_)` (0-dim, or 1-dim with one value per item:
 Adam's `foreach` step, `_foreach_addcdiv_(params, exp_avgs, denom, step_size)`).
+
+Any other multi-tensor op (`torch._foreach_*`) given a 0-dim tensor where it takes a Scalar
+(`torch._foreach_pow(beta, steps)`, `_foreach_pow(xs, t)`, `_foreach_maximum(xs, t)`, ...)
+is recorded with the tensor repeated in a list (`torch._foreach_pow([beta, beta], steps)`:
+its tensor-list overload, the decomposition torch.compile makes of `_foreach_pow`) when a
+probe says that is the same call (`_tensor_list_form`): the op, run on small real tensors
+of the arguments' dtypes, reads the tensor as a Scalar (`.item()`: a call that does not,
+such as `_foreach_mul(xs, t)`'s Tensor overload, is recorded as it is), and the list form
+gives the same result dtypes and raises where it does, the scalar being 1, 0 and -1 in turn
+(an integer `_foreach_pow(ints, t)` raises for a negative `t` only in the scalar form: not
+rewritten). Otherwise the call stays data-dependent: a graph break.
 """
 from __future__ import annotations
 
 import operator
 
 import torch
+from torch._subclasses.fake_tensor import unset_fake_temporarily
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from .constant import ConstantVariable
 from .containers import ListVariable, TupleVariable
@@ -68,10 +81,14 @@ def rewrite_function(tx, fn, args: list, kwargs: dict):
     try:
         name = _FUNCTIONS.get(fn)
         foreach = _FOREACH.get(fn)
+        other_foreach = fn in _FOREACH_OPS
     except TypeError:
         return None
     if foreach is not None:
-        return _rewrite_foreach(tx, *foreach, args, kwargs)
+        rewritten = _rewrite_foreach(tx, *foreach, args, kwargs)
+        return rewritten if rewritten is not None else _tensor_list_form(tx, fn, args, kwargs)
+    if other_foreach:
+        return _tensor_list_form(tx, fn, args, kwargs)
     if name is None or not args or not args[0].is_tensor or not kwargs:
         return None
     return rewrite_method(tx, name, args, kwargs)
@@ -106,3 +123,111 @@ def _rewrite_foreach(tx, name: str, inplace: bool, args: list, kwargs: dict):
         combined = "sub" if name == "sub" else "add"
         results.append(call("call_method", combined + ("_" if inplace else ""), [lists[0][i], addend], {}))
     return ListVariable(results) if inplace else TupleVariable(results)
+
+
+# ---- any multi-tensor op: the scalar tensor as a list -------------------------------------
+_FOREACH_OPS = frozenset(getattr(torch, name) for name in dir(torch) if name.startswith("_foreach_"))
+
+
+class _NoProbe(Exception):
+    """An argument the probe cannot stand in for (not a CPU tensor, a list of them or a constant)."""
+
+
+class _ScalarReads(TorchDispatchMode):
+    """Records whether an op reads a tensor's value into a Scalar (`aten._local_scalar_dense`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.read = False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func is torch.ops.aten._local_scalar_dense.default:
+            self.read = True
+        return func(*args, **(kwargs or {}))
+
+
+def _tensor_list_form(tx, fn, args: list, kwargs: dict):
+    """`fn(..., t, ...)` recorded as `fn(..., [t] * n, ...)` for the one 0-dim tensor `t` among
+    the arguments (`n`: the length of the tensor lists), or None (the call is recorded as it
+    is) unless the probe finds `fn` reads `t` as a Scalar and the list form is the same call
+    (see the module docstring)."""
+    slots = [*enumerate(args), *kwargs.items()]
+    scalars = [key for key, vt in slots if vt.is_tensor and vt.example.dim() == 0]
+    lists = [vt.sequence_items() for _, vt in slots if vt.sequence_items() is not None]
+    if len(scalars) != 1 or not lists:
+        return None
+    (key,) = scalars
+    n = len(lists[0])
+
+    def put(values, value):
+        out_args, out_kwargs = list(values[0]), dict(values[1])
+        if type(key) is int:
+            out_args[key] = value
+        else:
+            out_kwargs[key] = value
+        return out_args, out_kwargs
+
+    vt = args[key] if type(key) is int else kwargs[key]
+    try:
+        with unset_fake_temporarily(), torch.no_grad():
+            probes = [_probe(a) for a in args], {k: _probe(v) for k, v in kwargs.items()}
+            for value in _PROBE_VALUES[_kind(vt.example.dtype)]:
+                scalar = torch.full((), value, dtype=vt.example.dtype).requires_grad_(vt.example.requires_grad)
+                reads = _ScalarReads()
+                with reads:
+                    as_scalar = _outcome(fn, *put(probes, scalar))
+                if not reads.read:
+                    return None
+                if as_scalar != _outcome(fn, *put(probes, [scalar] * n)):
+                    return None
+    except _NoProbe:
+        return None
+    if type(as_scalar) is type:  # it raises (eager's error): recorded as it is
+        return None
+    return tx.output.call_op("call_function", fn, *put((args, kwargs), ListVariable([vt] * n)))
+
+
+# The values the scalar tensor takes in the probe, per kind of dtype: the two forms must agree
+# on each, errors included (`_foreach_pow(ints, t)` raises for a negative integer `t`, the list
+# form does not).
+_PROBE_VALUES = {"bool": (True, False), "unsigned": (1, 0), "signed": (1, 0, -1)}
+
+
+def _kind(dtype) -> str:
+    if dtype is torch.bool:
+        return "bool"
+    if not dtype.is_floating_point and not dtype.is_complex and not dtype.is_signed:
+        return "unsigned"
+    return "signed"
+
+
+def _outcome(fn, args, kwargs):
+    """What must agree between the two forms of a call: its results' dtypes, or the type of
+    the error it raises."""
+    try:
+        return _result_types(fn(*args, **kwargs))
+    except (RuntimeError, TypeError, ValueError) as e:
+        return type(e)
+
+
+def _probe(vt):
+    """A small real stand-in of argument `vt` for the probe: a CPU tensor of its dtype, rank
+    and requires_grad (ones), a list of those, or the constant itself."""
+    if vt.is_tensor:
+        example = vt.example
+        if example.device.type != "cpu":
+            raise _NoProbe
+        return torch.ones((1,) * example.dim(), dtype=example.dtype).requires_grad_(example.requires_grad)
+    items = vt.sequence_items()
+    if items is not None:
+        return [_probe(item) for item in items]
+    if vt.is_python_constant():
+        return vt.as_python_constant()
+    raise _NoProbe
+
+
+def _result_types(result):
+    """The dtypes of a call's results."""
+    if isinstance(result, (list, tuple)):
+        return tuple(_result_types(r) for r in result)
+    return result.dtype if isinstance(result, torch.Tensor) else type(result)

@@ -339,9 +339,11 @@ SPECIAL = {
     **AUTOCAST_SPECIAL,  # torch.autocast blocks and the autocast state queries
     **MODULE_HOOK_SPECIAL,  # registering a global module hook: a graph break (vars/hooks/module.py)
     # Global state torch's and libraries' code asks about: functorch transforms (vmap, grad)
-    # active, a CUDA graph being captured.
+    # active, a CUDA graph being captured, the autograd engine running a backward with
+    # `inputs=` (activation checkpointing refuses it).
     torch._C._are_functorch_transforms_active: _guarded_query(torch._C._are_functorch_transforms_active),
     torch.cuda.is_current_stream_capturing: _guarded_query(torch.cuda.is_current_stream_capturing),
+    torch.autograd._is_checkpoint_valid: _guarded_query(torch.autograd._is_checkpoint_valid),
     # Immutable values made from constants (a dtype, a device string): folded.
     torch.finfo: _fold_value(torch.finfo),
     torch.iinfo: _fold_value(torch.iinfo),

@@ -2,8 +2,9 @@
 
 `lookup(fn) -> Rule | None`, one of:
 - GRAPH_OP: a torch op; a call adds a graph node (`vars/torch_functions.py::GRAPH_OPS`:
-  what `torch.overrides` lists; and by the rule of `vars/torch_op_rule.py`, not by a
-  table: any C function of torch's operator namespaces, dispatcher op or custom op);
+  what `torch.overrides` lists; the legacy tensor types, `vars/legacy_tensor_types.py`; and
+  by the rule of `vars/torch_op_rule.py`, not by a table: any C function of torch's
+  operator namespaces, dispatcher op or custom op);
 - BUILTIN: a handler with trace-time semantics of its own (`vars/builtins.py::HANDLERS`:
   builtins, `operator`, `math`, `contextvars` (`vars/context_vars.py`);
   `vars/torch_functions.py::SPECIAL`: grad mode, RNG state, `torch.Size`, folded state
@@ -11,7 +12,7 @@
   `vars/typing_forms.py`: `typing.get_origin`/`get_args` folded on constants;
   `vars/autograd_function.py`: `Function.apply` of a custom autograd.Function;
   `vars/made_modules.py`: `nn.Module.__init__` while a module made in the trace is checked;
-  `vars/numpy_calls.py`: numpy's scalar types, folded on constant data);
+  `vars/numpy_calls.py`: numpy's scalar types and limits classes, folded on constant data);
 - POLYFILL: a C function with a Python stand-in (`vars/polyfills/`), inlined in its place;
 - INLINE: a Python function, whose bytecode is inlined (a function of a module whose
   functions are not inlined may be, by its code object's rule in `INLINED_CODE`: the
@@ -51,7 +52,8 @@ from .environ import ENVIRON_FUNCTIONS, ENVIRON_READS
 from .typing_forms import FOLDS as TYPING_FOLDS
 from .autograd_function import APPLY as AUTOGRAD_APPLY
 from .made_modules import MODULE_INIT
-from .numpy_calls import SCALAR_TYPES as NUMPY_SCALAR_TYPES
+from .numpy_calls import FOLDED_CLASSES as NUMPY_FOLDED_CLASSES
+from .legacy_tensor_types import RULES as LEGACY_TENSOR_TYPES
 from .hops import HIGHER_ORDER_OPS
 from .builtins import HANDLERS, BuiltinVariable
 from .polyfills import registry as polyfill_registry
@@ -118,8 +120,11 @@ def _table() -> dict:
          for fn, tracker in AUTOGRAD_APPLY.items()),
         ((fn, Rule(Kind.BUILTIN, "nn.Module.__init__ in the traced construction of a module made in the trace "
                                  "(vars/made_modules.py)", tracker)) for fn, tracker in MODULE_INIT.items()),
-        ((fn, Rule(Kind.BUILTIN, "a numpy scalar type: folded on constant data (vars/numpy_calls.py)", tracker))
-         for fn, tracker in NUMPY_SCALAR_TYPES.items()),
+        ((fn, Rule(Kind.BUILTIN, "a numpy scalar type or limits class: folded on constant data "
+                                 "(vars/numpy_calls.py)", tracker)) for fn, tracker in NUMPY_FOLDED_CLASSES.items()),
+        ((fn, Rule(Kind.GRAPH_OP, "a legacy tensor type (torch._tensor_classes): a call is a graph op "
+                                  "(vars/legacy_tensor_types.py)", tracker))
+         for fn, tracker in LEGACY_TENSOR_TYPES.items()),
         ((fn, Rule(Kind.BREAK, f"warnings.{fn.__name__}(): {why}", category="unsupported call", hint=_WARN_HINT))
          for fn, why in KNOWN_BREAKS.items()),
     )

@@ -26,5 +26,10 @@ open, and the blocks entered before the capture (a resume function's) that it ex
   and the residual code calls the real exit after the graph. The weight cache is cleared
   there too (a cast made inside the block must not serve a later block of another dtype).
 Queries of the CPU state answer from the traced state; those of other devices read the
-real state and guard it. Only `device_type="cpu"` blocks are traced; others break.
+real state and guard it. torch's per-device spellings (`get_autocast_gpu_dtype()`,
+`is_autocast_xla_enabled()`, ...: found in torch's namespace by their names) answer as the
+generic query of their device (guarded through it: the spellings warn, deprecated; the
+folded call does not), and `torch._C._is_any_autocast_enabled()` is the traced CPU state or
+the other devices' real one (`state.other_devices_enabled`, guarded). Only
+`device_type="cpu"` blocks are traced; others break.
 """

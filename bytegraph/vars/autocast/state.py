@@ -48,6 +48,19 @@ def _set_real(state: AutocastState, cache: bool) -> None:
     torch.set_autocast_cache_enabled(cache)
 
 
+def other_devices_enabled() -> bool:
+    """Whether autocast is on for a device other than the CPU: torch's own
+    `torch._C._is_any_autocast_enabled()` with the CPU's state left out (the guard of a traced
+    `_is_any_autocast_enabled()`, whose CPU part the trace answers)."""
+    if not torch.is_autocast_enabled("cpu"):
+        return torch._C._is_any_autocast_enabled()
+    torch.set_autocast_enabled("cpu", False)
+    try:
+        return torch._C._is_any_autocast_enabled()
+    finally:
+        torch.set_autocast_enabled("cpu", True)
+
+
 def start(output, location: str) -> AutocastTrace:
     """The capture's record, made on first use: reads and guards the ambient state (op
     dtypes and the queries' answers depend on it) and turns the real weight cache off."""

@@ -3,6 +3,7 @@ functions, and the autocast state queries as trace rules (`SPECIAL`).
 """
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import replace
 
@@ -15,7 +16,7 @@ from ...guards.sources import AttrSource, ObjectSource, StateQuerySource
 from ..base import VariableTracker
 from ..constant import ConstantVariable
 from ..registry import guard, register
-from .state import AutocastExit, AutocastState, set_trace, start
+from .state import AutocastExit, AutocastState, other_devices_enabled, set_trace, start
 
 _AUTOCAST = torch.amp.autocast_mode.autocast
 
@@ -238,11 +239,55 @@ def state_query(tx, fn, consts: list) -> VariableTracker:
     return ConstantVariable(value)
 
 
+def _fixed_device_query(generic, read, device: str):
+    """A per-device spelling (`torch.get_autocast_gpu_dtype()`): `generic(device)`, the traced
+    state for the CPU, else the real one, guarded through `generic` (the spellings warn)."""
+    def query(tx, args, kwargs):
+        if args or kwargs:  # eager raises TypeError: the call runs eagerly at the break
+            tx.unsupported(f"torch.{generic.__name__}() of {device!r} called with arguments",
+                           category="unsupported call")
+        if device == "cpu":
+            return ConstantVariable(read(start(tx.output, tx.guard_location()).state))
+        return state_query(tx, generic, [device])
+    return query
+
+
+# The device a per-device spelling names, where its name is not the device's ('gpu': CUDA).
+_DEVICE_ALIASES = {"gpu": "cuda"}
+_PER_DEVICE = ((re.compile(r"is_autocast_(\w+)_enabled"), torch.is_autocast_enabled, lambda s: s.enabled),
+               (re.compile(r"get_autocast_(\w+)_dtype"), torch.get_autocast_dtype, lambda s: s.dtype))
+
+
+def _per_device_queries() -> dict:
+    """torch's per-device spellings of the two queries (`is_autocast_<device>_enabled`,
+    `get_autocast_<device>_dtype`: deprecated aliases of the generic ones), as torch's
+    namespace has them, for the devices autocast supports (not `is_autocast_cache_enabled`)."""
+    devices = set(torch._C._autocast_supported_devices())
+    rows = {}
+    for name in dir(torch):
+        for pattern, generic, read in _PER_DEVICE:
+            match = pattern.fullmatch(name)
+            device = match and _DEVICE_ALIASES.get(match.group(1), match.group(1))
+            if device in devices:
+                rows[getattr(torch, name)] = _fixed_device_query(generic, read, device)
+    return rows
+
+
+def _any_enabled(tx, args, kwargs):
+    """`torch._C._is_any_autocast_enabled()`: true when the traced CPU state is on, else the
+    answer of the other devices' real state, guarded (`other_devices_enabled`)."""
+    if args or kwargs:
+        tx.unsupported("torch._C._is_any_autocast_enabled() called with arguments", category="unsupported call")
+    if start(tx.output, tx.guard_location()).state.enabled:
+        return ConstantVariable(True)
+    return state_query(tx, other_devices_enabled, [])
+
+
 SPECIAL = {
     torch.is_autocast_enabled: _device_query(torch.is_autocast_enabled, lambda s: s.enabled),
     torch.get_autocast_dtype: _device_query(torch.get_autocast_dtype, lambda s: s.dtype),
-    torch.is_autocast_cpu_enabled: _traced_query(lambda s: s.enabled),
-    torch.get_autocast_cpu_dtype: _traced_query(lambda s: s.dtype),
+    **_per_device_queries(),  # torch.get_autocast_gpu_dtype(), torch.is_autocast_cpu_enabled(), ...
+    torch._C._is_any_autocast_enabled: _any_enabled,
     torch.is_autocast_cache_enabled: _traced_query(lambda s: s.cache),
     torch.amp.is_autocast_available:
         lambda tx, args, kwargs: state_query(tx, torch.amp.is_autocast_available,

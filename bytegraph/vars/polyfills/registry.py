@@ -1,10 +1,11 @@
 """The polyfill table: `@polyfill(c_function)` registers a Python body as the stand-in of a C
-function (`POLYFILLS`), `unsupported(reason)` is what a body calls on an input it does not
-model, and `@trace_time` marks a helper a body calls on constants. See the package
-docstring for how to write one.
+function (`POLYFILLS`, with the C function's signature as the body states it),
+`unsupported(reason)` is what a body calls on an input it does not model, and `@trace_time`
+marks a helper a body calls on constants. See the package docstring for how to write one.
 """
 from __future__ import annotations
 
+import inspect
 import types
 from dataclasses import dataclass
 
@@ -18,9 +19,27 @@ class Polyfill:
     body: object  # the Python function traced in its place
     returns: type | None = None  # the type of the C function's result, if the body is a generator
     may_break: bool = False  # whether the body calls `unsupported` (its calls take a checkpoint)
+    signature: inspect.Signature | None = None  # the C function's, as the body states it (`public_signature`)
+
+    def signature_mismatch(self, nargs: int, names) -> str | None:
+        """Why `nargs` positional and keyword arguments `names` do not bind to the C
+        function's signature (CPython's own words), or None."""
+        try:
+            self.signature.bind(*range(nargs), **dict.fromkeys(names))
+        except TypeError as e:
+            return str(e)
+        return None
 
 
 POLYFILLS: dict = {}
+
+
+def public_signature(body) -> inspect.Signature:
+    """The C function's signature as `body` states it: the body's, less its private
+    keyword-only parameters (`_kind=...`: helpers bound as defaults, never passed)."""
+    sig = inspect.signature(body)
+    return sig.replace(parameters=[p for p in sig.parameters.values()
+                                   if not (p.kind is p.KEYWORD_ONLY and p.name.startswith("_"))])
 
 
 def _uses_unsupported(body) -> bool:
@@ -42,8 +61,9 @@ def polyfill(*targets, returns: type | None = None):
     """Register the decorated Python function as the stand-in of every C callable in `targets`."""
     def register(body):
         may_break = _uses_unsupported(body)
+        signature = public_signature(body)
         for target in targets:
-            POLYFILLS[target] = Polyfill(target, body, returns, may_break)
+            POLYFILLS[target] = Polyfill(target, body, returns, may_break, signature)
         return body
     return register
 

@@ -1,6 +1,8 @@
 """The trackers of polyfilled calls: the C function (`PolyfillVariable`, whose call inlines
-the body), the body being inlined, the iterator a generator body returns, and the
-`unsupported` a body reads (a graph break at the polyfilled call).
+the body; arguments its signature does not take break the graph at the call, as under
+torch.compile, and the C function raises its own TypeError there), the body being inlined,
+the iterator a generator body returns, and the `unsupported` a body reads (a graph break at
+the polyfilled call).
 """
 from __future__ import annotations
 
@@ -39,6 +41,11 @@ class PolyfillVariable(CallableValueVariable):
 
     def call_function(self, tx, args, kwargs):
         polyfill = POLYFILLS[self.fn]
+        mismatch = polyfill.signature_mismatch(len(args), kwargs)
+        if mismatch is not None:  # as torch.compile: the C function raises its own TypeError, eagerly
+            tx.unsupported(f"{self._name()}() called with arguments its signature does not take ({mismatch})",
+                           category="unsupported call",
+                           hint="the call runs eagerly at the graph break, where it raises eager's TypeError")
         if polyfill.may_break:
             result = self._call_or_break(tx, polyfill, args, kwargs)
         else:
@@ -56,10 +63,13 @@ class PolyfillVariable(CallableValueVariable):
         except _PolyfillUnsupported as e:
             tx.restore(cp)
             tx.release(cp)
-            name = f"{getattr(self.fn, '__module__', None) or ''}.{getattr(self.fn, '__qualname__', self.fn)}"
-            tx.unsupported(f"{name.lstrip('.')}() {e.reason}", category="unsupported call", hint=e.hint)
+            tx.unsupported(f"{self._name()}() {e.reason}", category="unsupported call", hint=e.hint)
         tx.release(cp)
         return result
+
+    def _name(self) -> str:
+        name = f"{getattr(self.fn, '__module__', None) or ''}.{getattr(self.fn, '__qualname__', self.fn)}"
+        return name.lstrip(".")
 
     def var_getattr(self, tx, name):
         if isinstance(self.fn, type):
