@@ -10,6 +10,7 @@ import torch._higher_order_ops.wrap as hop_wrap
 from torch.utils.checkpoint import checkpoint
 
 import bytegraph
+from bytegraph.graph.backends import lookup_backend
 from helpers import check
 
 torch_map = importlib.import_module("torch._higher_order_ops.map").map
@@ -136,6 +137,37 @@ def test_wrap_a_function():
     r = check(fn, T(3), T(3), graphs=1, fullgraph=True)
     gm = r.counter.graphs[0]
     assert "wrap_body_0" in dict(gm.named_children())
+
+
+def _wrap_nodes(gm):
+    return [n for n in gm.graph.nodes if n.op == "call_function" and n.target is torch.ops.higher_order.wrap]
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_wrap_is_a_wrap_node_with_its_free_variables_lifted(backend):
+    """As torch.compile records it: `wrap(self.wrap_body_0, x, w)`, the body a subgraph and the
+    tensor it closes over an explicit operand, not inlined and not a module call."""
+    w = T(3)
+
+    def fn(x):
+        return hop_wrap.wrap(lambda a: (a * w).sin(), x) + 1
+
+    compiled_graphs = []
+
+    def keep(gm, example_inputs):
+        compiled_graphs.append(gm)
+        return lookup_backend(backend)(gm, example_inputs)
+
+    x = T(3)
+    check(fn, x, fullgraph=True)
+    out = bytegraph.compile(fn, backend=keep, fullgraph=True)(x)
+    assert torch.allclose(out, fn(x))
+    (gm,) = compiled_graphs
+    (node,) = _wrap_nodes(gm)
+    body, *operands = node.args
+    assert body.op == "get_attr" and isinstance(getattr(gm, body.target), torch.fx.GraphModule)
+    assert len(operands) == 2 and all(o.op == "placeholder" for o in operands)
+    assert not [n for n in gm.graph.nodes if n.op == "call_module"]
 
 
 def test_wrap_with_kwargs():

@@ -3,8 +3,9 @@
 
 Both trace `fn` once (vars/hops/body.py) with the tensors of its arguments as the body's
 placeholders (Python constants among them are passed as they are) into a subgraph:
-- `wrap` into `wrap_body_N`, called by a `call_module` node (the body runs as it is, in
-  every backend; eager `wrap` only calls `fn` under a torch.compile opt-out);
+- `wrap` into `wrap_body_N`, called through `torch.ops.higher_order.wrap` with the body's
+  free variables lifted to explicit operands, the node torch.compile makes (the op calls the
+  body as it is, in every backend);
 - `checkpoint` into `checkpoint_body_N`, called through
   `torch.ops.higher_order.tag_activation_checkpoint`, which runs it under non-reentrant
   activation checkpointing (recomputed in backward; aot_autograd traces it as torch.compile
@@ -22,6 +23,7 @@ from ..containers import DictVariable, TupleVariable
 from .body import body_graph, emit, flatten, fresh_fake, speculate, trace_body, unflatten
 
 CHECKPOINT_OP = torch.ops.higher_order.tag_activation_checkpoint
+WRAP_OP = torch.ops.higher_order.wrap
 _CHECKPOINT_OPTIONS = ("context_fn", "determinism_check", "debug", "early_stop", "preserve_rng_state")
 
 
@@ -64,7 +66,7 @@ class WrapVariable(_BodyCallVariable):
         return self._call_body(tx, args[0], args[1:], kwargs)
 
     def _emit(self, tx, name, nodes, outs, spec):
-        return emit(tx, name, nodes, outs, spec, kind="call_module")
+        return emit(tx, WRAP_OP, (tx.output.graph.get_attr(name), *nodes), outs, spec)
 
     def describe(self) -> str:
         return "torch._higher_order_ops.wrap.wrap"
