@@ -27,6 +27,6 @@ from . import (autocast, autograd_function, autograd_ops, base, builder, builtin
                super_object, symbolic, tensor, tensor_scalar_args, torch_contexts, torch_functions, torch_op_rule,
                trace_rules, typing_forms)
 from .autocast import emit, state, trackers  # noqa: F401
-from .hooks import intermediate, module, tensor as tensor_hooks  # noqa: F401
+from .hooks import intermediate, module, registry as hook_registry, tensor as tensor_hooks  # noqa: F401
 
 trace_rules.merge_tables()
