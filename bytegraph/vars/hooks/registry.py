@@ -48,11 +48,10 @@ _GLOBAL_REGISTRIES = {id(value): value for name, value in vars(_module_mod).item
 def is_registry(value, source) -> bool:
     """Whether dict `value` read at `source` is a hook registry: one of torch's global ones,
     or a module's, read from its `__dict__` under one of `MODULE_REGISTRIES`."""
-    if not all(type(key) is int for key in value):
-        return False  # not keyed by handle ids (changed by hand): a dict like any other
-    if _GLOBAL_REGISTRIES.get(id(value)) is value:
-        return True
-    return isinstance(source, ModuleDictItemSource) and source.key in MODULE_REGISTRIES
+    if _GLOBAL_REGISTRIES.get(id(value)) is not value and not (
+            isinstance(source, ModuleDictItemSource) and source.key in MODULE_REGISTRIES):
+        return False
+    return all(type(key) is int for key in value)  # else changed by hand: a dict like any other
 
 
 def id_positions(registry, earlier: tuple) -> tuple:
