@@ -52,7 +52,7 @@ from .class_lookup import class_dict_source, class_lookup, is_data_descriptor
 from .objects import DELETED, UserObjectVariable
 from .registry import handles, register
 from .tensor import TensorVariable
-from . import factory
+from . import factory, lazy_modules
 
 
 def _next_alias(tx) -> int:
@@ -262,6 +262,10 @@ class NNModuleVariable(UserObjectVariable):
     def call_function(self, tx, args, kwargs):
         module = self.value
         cls = type(module)
+        if module.__dict__["_forward_pre_hooks"]:
+            hook = lazy_modules.pending_hook(module)
+            if hook is not None:  # Note [Lazy module initialization]: restarts the capture, or breaks
+                lazy_modules.initialize(tx, self, hook, args, kwargs)
         if cls.__call__ is torch.nn.Module.__call__ and cls._call_impl is torch.nn.Module._call_impl \
                 and not self.has_hooks(tx):
             return self.var_getattr(tx, "forward").call_function(tx, args, kwargs)
