@@ -350,3 +350,54 @@ def test_lazy_module_called_in_a_cond_branch():
     def fn(m, x):
         return torch.cond(x.sum() > 0, lambda t: m(t), lambda t: m(t) * 2, (x,))
     lazy_check(lambda: torch.nn.LazyLinear(4), (torch.ones(2, 3),), fn=fn, calls=2)
+
+
+def test_lazy_module_compiled_itself():
+    counter, m = lazy_check(lambda: torch.nn.LazyLinear(4), (torch.randn(2, 3),), graphs=1, fullgraph=True)
+    assert type(m) is torch.nn.Linear
+
+
+def test_a_later_input_of_another_width_raises_like_eager():
+    def make():
+        return torch.nn.LazyLinear(4)
+    torch.manual_seed(0)
+    m_e, m_c = make(), make()
+    compiled = bytegraph.compile(lambda m, x: m(x), fullgraph=True)
+    for m, run in ((m_e, lambda x: m_e(x)), (m_c, lambda x: compiled(m_c, x))):
+        torch.manual_seed(1)
+        run(torch.randn(2, 3))
+    assert_same(m_e, m_c, "after the first call")
+    errors = []
+    for run in (lambda x: m_e(x), lambda x: compiled(m_c, x)):
+        with pytest.raises(RuntimeError) as caught:
+            run(torch.randn(2, 5))
+        errors.append(str(caught.value))
+    assert errors[0] == errors[1]
+
+
+class LazyMadeInTheFunction(LazyModuleMixin, Materialized):
+    cls_to_become = Materialized
+
+    def __init__(self):
+        super().__init__()
+        self.param = UninitializedParameter()
+
+    def initialize_parameters(self, x):
+        self.param.materialize(x.shape)
+        with torch.no_grad():
+            self.param.fill_(2.0)
+
+
+def test_lazy_module_made_inside_the_compiled_function():
+    made = []
+
+    def fn(x):
+        m = LazyMadeInTheFunction()
+        made.append(m)
+        return m(x) + m.param
+
+    x = torch.ones(3, 4)
+    ref = fn(x)
+    out = bytegraph.compile(fn)(x)
+    assert_same(ref, out, "output")
+    assert type(made[-1]) is Materialized and type(made[0]) is Materialized
