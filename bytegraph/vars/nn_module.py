@@ -73,6 +73,7 @@ def _lookup(cls: type, name: str):
 
 
 _SLOT_DICTS = ("_parameters", "_buffers", "_modules")
+_MODULE_GETATTR = torch.nn.Module.__getattr__
 _GLOBAL_HOOK_DICTS = ("_global_backward_pre_hooks", "_global_backward_hooks", "_global_forward_hooks",
                       "_global_forward_pre_hooks")
 _TREE_METHODS = frozenset({"modules", "named_modules", "children", "named_children", "parameters",
@@ -181,7 +182,7 @@ class NNModuleVariable(UserObjectVariable):
         instance dict has `name`: nn.Module's is `slot_lookup`; a class's own runs as
         written (its `super().__getattr__(name)` reaches `slot_lookup` through
         `module_getattr_handler`)."""
-        if class_lookup(type(self.value), "__getattr__")[1] is not torch.nn.Module.__getattr__:
+        if type(self.value).__getattr__ is not _MODULE_GETATTR:  # the type's cached lookup
             return super().var_getattr(tx, name)  # the generic lookup ends at that __getattr__
         return self.slot_lookup(tx, name)
 
