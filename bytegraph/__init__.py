@@ -20,11 +20,13 @@ from .graph.shapes import mark_dynamic, mark_static  # noqa: E402
 from .control_flow import cond, map  # noqa: E402
 from .runtime.counters import counters  # noqa: E402
 from .runtime.compiled_function import RecompileLimitWarning  # noqa: E402
+from .runtime.global_hooks import GlobalModuleHooksWarning  # noqa: E402
 from .runtime.logs import set_logs  # noqa: E402
 from .runtime.verify import VerifyError  # noqa: E402
 from .graph.output_graph import warm_up as _warm_up  # noqa: E402
 
 _warm_up()
 
-__all__ = ["compile", "reset", "config", "Unsupported", "RecompileLimitWarning", "set_logs", "graph_break", "explain",
-           "compiled_autograd", "mark_dynamic", "mark_static", "cond", "map", "counters", "VerifyError", "report"]
+__all__ = ["compile", "reset", "config", "Unsupported", "RecompileLimitWarning", "GlobalModuleHooksWarning", "set_logs",
+           "graph_break", "explain", "compiled_autograd", "mark_dynamic", "mark_static", "cond", "map", "counters",
+           "VerifyError", "report"]

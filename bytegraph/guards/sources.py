@@ -850,6 +850,36 @@ class ModuleSlotSource(Source):
 
 
 @source_class
+class NthEntrySource(Source):
+    """The key (or, with `values`, the value) at position `index` of the dict at `base`:
+    an entry of a hook registry, whose keys are handle ids that change at every
+    registration (Note [Hook registries] in vars/hooks/registry.py)."""
+
+    base: Source
+    index: int
+    values: bool = False
+
+    def name(self) -> str:
+        return f"[*{self.base.name()}{'.values()' if self.values else ''}][{self.index}]"
+
+    def describe(self) -> str:
+        return f"list({self.base.describe()}{'.values()' if self.values else ''})[{self.index}]"
+
+    def prefix(self) -> Source:
+        return self.base
+
+    def reconstruct(self, cg) -> None:
+        cg.push_null()
+        cg.load_const(list)
+        cg.load_source(self.base)
+        if self.values:
+            cg.call_method0("values")
+        cg.call(1)
+        cg.load_const(self.index)
+        cg.binary_subscr()
+
+
+@source_class
 class ModuleBindSource(Source):
     """The module at `inner`, bound to guard-local `__bg_m<index>` and its `__dict__` to
     `__bg_d<index>`; evaluates to the module (Note [Module guard aliases])."""

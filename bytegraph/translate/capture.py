@@ -77,8 +77,8 @@ def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = Fa
         try:
             output = OutputGraph(dynamic, log)
             result = _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn)
-        except RestartCapture:
-            if log.restart():
+        except RestartCapture as e:
+            if not e.counted or log.restart():
                 continue
             raise InternalTracerError(AssertionError(f"{fn.__qualname__}: the capture restarted "
                                                      "too often"), _finished_guards(output)) from None

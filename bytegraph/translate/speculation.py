@@ -31,7 +31,14 @@ MAX_RESTARTS = 8
 
 class RestartCapture(Exception):
     """Raised inside a capture attempt after a decision was added to the speculation log:
-    the capture starts again from the first instruction with that decision known."""
+    the capture starts again from the first instruction with that decision known. Not
+    `counted` against MAX_RESTARTS when the attempt changed the real world so that the
+    next one reads it anew (a lazy module initialized its parameters): each such restart
+    makes progress by itself."""
+
+    def __init__(self, why: str, counted: bool = True):
+        super().__init__(why)
+        self.counted = counted
 
 
 class SpeculationLog:

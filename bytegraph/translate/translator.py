@@ -225,6 +225,12 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         self.output.speculation_log.decide(kind, self.position(), value)
         raise speculation.RestartCapture(kind)
 
+    def restart_capture(self, why: str):
+        """Start the capture again from the first instruction: this attempt changed the real
+        world it read (a lazy module initialized its parameters, vars/lazy_modules.py), so
+        the next one reads it anew. Not counted against the restart limit (each makes progress)."""
+        raise speculation.RestartCapture(why, counted=False)
+
     def raise_user_error(self, exc: BaseException):
         """The traced program raises `exc` here (a builtin or a lookup failed). A graph break
         raised while computing the call's arguments is not the program's exception."""

@@ -23,6 +23,7 @@ from ..guards.guard import Guard, GuardKind
 from ..guards.sources import (ContainerOfSource, EnumerateCountSource, ItemSource, IteratorIndexSource,
                               IteratorSeqSource, MethodResultSource, ObjectSource, container_of)
 from . import keyed_dicts, registry
+from .hooks import registry as hook_registry
 from .typing_forms import TYPING_FORMS
 from .factory import provides
 from .base import VariableTracker
@@ -142,6 +143,8 @@ def build_dict(tx, value, source, do_guard: bool) -> VariableTracker:
         return _build_globals_dict(tx, value, source, do_guard)
     if not all(fixed_key(k) for k in value):
         return keyed_dicts.build_keyed_dict(tx, value, source, do_guard)
+    if source is not None and do_guard and hook_registry.is_registry(value, source):
+        return hook_registry.build_registry(tx, value, source, do_guard)  # Note [Hook registries]
     value_type = type(value)
     _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, value_type)
     _guard(tx, do_guard, GuardKind.DICT_KEYS, source, tuple(value))

@@ -48,11 +48,11 @@ from .containers import DictVariable, TupleVariable
 from .functions import BoundMethodVariable, bind_arguments
 from .lazy_int import wrap_int
 from .hooks.module import REGISTRATION_METHODS, break_on_backward_hooks, registration_break
-from .class_lookup import class_dict_source, class_lookup
+from .class_lookup import class_dict_source, class_lookup, is_data_descriptor
 from .objects import DELETED, UserObjectVariable
-from .registry import register
+from .registry import handles, register
 from .tensor import TensorVariable
-from . import factory
+from . import factory, lazy_modules
 
 
 def _next_alias(tx) -> int:
@@ -73,6 +73,7 @@ def _lookup(cls: type, name: str):
 
 
 _SLOT_DICTS = ("_parameters", "_buffers", "_modules")
+_MODULE_GETATTR = torch.nn.Module.__getattr__
 _GLOBAL_HOOK_DICTS = ("_global_backward_pre_hooks", "_global_backward_hooks", "_global_forward_hooks",
                       "_global_forward_pre_hooks")
 _TREE_METHODS = frozenset({"modules", "named_modules", "children", "named_children", "parameters",
@@ -130,6 +131,10 @@ class NNModuleVariable(UserObjectVariable):
 
     # ---- attributes ----------------------------------------------------------------
     def var_getattr(self, tx, name):
+        """`module.name` in CPython's order (`object.__getattribute__`): a data descriptor of
+        the class (a property), the instance `__dict__`, a class attribute (a method, a
+        static or class method, another descriptor, a plain value), and only then the
+        class's `__getattr__` (`_module_getattr`)."""
         module = self.value
         if self.attrs is not None and name in self.attrs:  # written earlier in this trace
             pending = self.attrs[name]
@@ -140,9 +145,9 @@ class NNModuleVariable(UserObjectVariable):
         if name == "__class__":
             return tx.wrap(type(module), None)  # pinned by the module's type guard
         cls_attr = _lookup(type(module), name)
-        if type(cls_attr) is property:
-            return tx.wrap(cls_attr.fget, None).call_function(tx, [self], {})
-        if cls_attr is not _ABSENT and hasattr(type(cls_attr), "__set__"):
+        if cls_attr is not _ABSENT and is_data_descriptor(cls_attr):
+            if type(cls_attr) is property:
+                return tx.wrap(cls_attr.fget, None).call_function(tx, [self], {})
             return super().var_getattr(tx, name)  # another data descriptor
         instance = module.__dict__
         if name in instance:
@@ -153,6 +158,38 @@ class NNModuleVariable(UserObjectVariable):
             if type(value) is int:
                 return wrap_int(tx, value, source)  # a counter is not pinned unless used
             return tx.wrap(value, source)
+        if cls_attr is _ABSENT:
+            return self._module_getattr(tx, name)
+        if name in _TREE_METHODS and cls_attr is getattr(torch.nn.Module, name):
+            return ModuleMethodVariable(self, name)
+        if name in REGISTRATION_METHODS and cls_attr is getattr(torch.nn.Module, name):
+            return MethodOfVariable(self, name)  # its call breaks (vars/hooks/module.py)
+        if name != "forward" or not self.call_checked:  # Note [Module call guard] covers forward
+            # an instance attribute set later would shadow the class attribute
+            tx.output.add_guard(Guard(GuardKind.NOT_PRESENT, self.dict_src, name, tx.guard_location()))
+        if isinstance(cls_attr, types.FunctionType):
+            return BoundMethodVariable(tx.wrap(cls_attr, None), self, AttrSource(self.source, name))
+        if isinstance(cls_attr, staticmethod):
+            return tx.wrap(cls_attr.__func__, None)
+        if isinstance(cls_attr, classmethod):
+            return BoundMethodVariable(tx.wrap(cls_attr.__func__, None), tx.wrap(type(module), None))
+        if hasattr(type(cls_attr), "__get__") and not isinstance(cls_attr, type):
+            return super().var_getattr(tx, name)
+        return tx.wrap(cls_attr, AttrSource(self.base, name))
+
+    def _module_getattr(self, tx, name):
+        """`type(module).__getattr__(module, name)`, reached when neither the class nor the
+        instance dict has `name`: nn.Module's is `slot_lookup`; a class's own runs as
+        written (its `super().__getattr__(name)` reaches `slot_lookup` through
+        `module_getattr_handler`)."""
+        if type(self.value).__getattr__ is not _MODULE_GETATTR:  # the type's cached lookup
+            return super().var_getattr(tx, name)  # the generic lookup ends at that __getattr__
+        return self.slot_lookup(tx, name)
+
+    def slot_lookup(self, tx, name):
+        """`nn.Module.__getattr__(module, name)`: `_parameters`, `_buffers`, `_modules` in
+        that order, else eager's AttributeError."""
+        instance = self.value.__dict__
         for dict_name in _SLOT_DICTS:
             whole = tx.output.tracked.get(ModuleDictItemSource(self.dict_src, dict_name, self.source))
             if whole is not None:  # `self._buffers` read whole: writes through it are in its tracker
@@ -161,26 +198,7 @@ class NNModuleVariable(UserObjectVariable):
                 continue
             if name in instance[dict_name]:
                 return self._slot(tx, dict_name, name)
-        if cls_attr is not _ABSENT:
-            if name in _TREE_METHODS and cls_attr is getattr(torch.nn.Module, name):
-                return ModuleMethodVariable(self, name)
-            if name in REGISTRATION_METHODS and cls_attr is getattr(torch.nn.Module, name):
-                return MethodOfVariable(self, name)  # its call breaks (vars/hooks/module.py)
-            if name != "forward" or not self.call_checked:  # Note [Module call guard] covers forward
-                # an instance attribute set later would shadow the class attribute
-                tx.output.add_guard(Guard(GuardKind.NOT_PRESENT, self.dict_src, name, tx.guard_location()))
-            if isinstance(cls_attr, types.FunctionType):
-                return BoundMethodVariable(tx.wrap(cls_attr, None), self, AttrSource(self.source, name))
-            if isinstance(cls_attr, staticmethod):
-                return tx.wrap(cls_attr.__func__, None)
-            if isinstance(cls_attr, classmethod):
-                return BoundMethodVariable(tx.wrap(cls_attr.__func__, None), tx.wrap(type(module), None))
-            if hasattr(type(cls_attr), "__get__") and not isinstance(cls_attr, type):
-                return super().var_getattr(tx, name)
-            return tx.wrap(cls_attr, AttrSource(self.base, name))
-        if class_lookup(type(module), "__getattr__")[1] is not torch.nn.Module.__getattr__:
-            return super().var_getattr(tx, name)
-        tx.raise_user_error(AttributeError(f"'{type(module).__name__}' object has no attribute '{name}'"))
+        tx.raise_user_error(AttributeError(f"'{type(self.value).__name__}' object has no attribute '{name}'"))
 
     def _slot(self, tx, dict_name: str, key: str):
         value = self.value.__dict__[dict_name][key]
@@ -245,6 +263,10 @@ class NNModuleVariable(UserObjectVariable):
     def call_function(self, tx, args, kwargs):
         module = self.value
         cls = type(module)
+        if module.__dict__["_forward_pre_hooks"]:
+            hook = lazy_modules.pending_hook(module)
+            if hook is not None:  # Note [Lazy module initialization]: restarts the capture, or breaks
+                lazy_modules.initialize(tx, self, hook, args, kwargs)
         if cls.__call__ is torch.nn.Module.__call__ and cls._call_impl is torch.nn.Module._call_impl \
                 and not self.has_hooks(tx):
             return self.var_getattr(tx, "forward").call_function(tx, args, kwargs)
@@ -371,6 +393,17 @@ class NNModuleVariable(UserObjectVariable):
             if v is child:
                 return children.items[k]
         raise AssertionError("indexed child not found in _modules")
+
+
+@handles(torch.nn.Module.__getattr__)
+def module_getattr_handler(tx, fn, args, kwargs):
+    """`nn.Module.__getattr__(module, name)` called by a class's own `__getattr__`
+    (`super().__getattr__(name)`): the slot lookup of the module's tracker."""
+    if kwargs or len(args) != 2 or not isinstance(args[0], NNModuleVariable) or not args[1].is_python_constant() \
+            or type(args[1].as_python_constant()) is not str:
+        tx.unsupported("nn.Module.__getattr__ called on something other than a module and a constant name",
+                       category="unsupported call")
+    return args[0].slot_lookup(tx, args[1].as_python_constant())
 
 
 class ModuleSliceVariable(VariableTracker):

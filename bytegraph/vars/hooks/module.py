@@ -3,9 +3,10 @@
 A call of a module with forward pre-hooks or forward hooks (its own, `with_kwargs`,
 `always_call`, or global ones: `register_module_forward_hook`) traces
 `Module._call_impl` itself (vars/nn_module.py), so the hooks run inside the graph with
-eager's semantics; the hook dicts it reads are guarded by their keys, so a hook added or
-removed between calls recompiles, and a call of a module without hooks guards that it has
-none (Note [Module call guard]).
+eager's semantics; the hook dicts it reads are guarded up to a renaming of their handle
+ids (Note [Hook registries] in vars/hooks/registry.py), so a hook added, removed or replaced
+between calls recompiles and the same hook registered again does not, and a call of a module
+without hooks guards that it has none (Note [Module call guard]).
 
 Not captured, each a graph break with its reason:
 - calling a module with backward hooks (`register_full_backward_hook`,
