@@ -122,8 +122,8 @@ def _table() -> dict:
                                  "(vars/made_modules.py)", tracker)) for fn, tracker in MODULE_INIT.items()),
         ((fn, Rule(Kind.BUILTIN, "a numpy scalar type or limits class: folded on constant data "
                                  "(vars/numpy_calls.py)", tracker)) for fn, tracker in NUMPY_FOLDED_CLASSES.items()),
-        ((fn, Rule(Kind.GRAPH_OP, "a legacy tensor type (torch._tensor_classes): a call is a graph op "
-                                  "(vars/legacy_tensor_types.py)", tracker))
+        ((fn, Rule(Kind.BUILTIN, "a legacy tensor type (torch._tensor_classes), derived from torch's runtime: "
+                                 "its tracker records a call as a graph op (vars/legacy_tensor_types.py)", tracker))
          for fn, tracker in LEGACY_TENSOR_TYPES.items()),
         ((fn, Rule(Kind.BREAK, f"warnings.{fn.__name__}(): {why}", category="unsupported call", hint=_WARN_HINT))
          for fn, why in KNOWN_BREAKS.items()),
