@@ -28,7 +28,8 @@ class CompiledModule:
     __bg_module_wrapper__ = True
 
     def __init__(self, module: torch.nn.Module, backend, fullgraph: bool, dynamic=None):
-        compiled = CompiledFunction(forward_call, backend, fullgraph, dynamic, top_level=True)
+        compiled = CompiledFunction(forward_call, backend, fullgraph, dynamic, top_level=True,
+                                    code_key=_code_key(module))
         setattr_ = object.__setattr__
         setattr_(self, "_bg_module", module)
         setattr_(self, "_bg_compiled", compiled)
@@ -80,6 +81,13 @@ class CompiledModule:
 
     def __reduce_ex__(self, protocol):
         return _rebuild, (self._bg_module, self._bg_backend, self._bg_fullgraph, self._bg_compiled.dynamic.mode)
+
+
+def _code_key(module: torch.nn.Module):
+    """What the recompile limit of a compiled module counts per (Note [Recompile limit] in
+    runtime/code_state.py): its class's `forward` code, as torch.compile's cache is on it."""
+    forward = getattr(type(module), "forward", None)
+    return forward.__code__ if isinstance(forward, types.FunctionType) else type(module)
 
 
 def _returning_wrapper(wrapper: CompiledModule, method: types.MethodType):

@@ -10,6 +10,7 @@ import types
 from dataclasses import dataclass
 
 import torch.fx
+from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
 
 from .. import config
 from .._bytecode.assemble import make_code
@@ -92,9 +93,12 @@ def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = Fa
 
 def _finished_guards(output) -> list:
     """`output.finish_guards()`; failing to make them is a tracer bug, an InternalTracerError
-    without guards (its eager fallback is then not cached: the next call captures again)."""
+    without guards (its eager fallback is then not cached: the next call captures again), but
+    for a `mark_dynamic` dimension the trace specialized (raised to the user, as torch.compile)."""
     try:
         return output.finish_guards()
+    except ConstraintViolationError:  # the user's `mark_dynamic` asked for what the code cannot be
+        raise
     except Exception as e:
         raise InternalTracerError(e, None) from e
 

@@ -39,6 +39,8 @@ import weakref
 import torch
 from torch.nn.modules import module as _module_mod
 
+from .. import config
+from ..hints import is_static_module
 from ..guards.guard import Guard, GuardKind
 from ..guards.sources import (AttrSource, GuardAliasSource, GuardExpressionSource, ModuleAliasSource, ModuleBindSource,
                               ModuleDictItemSource, ModuleSlotSource, WeakRefCallSource)
@@ -150,8 +152,8 @@ class NNModuleVariable(UserObjectVariable):
                 return self._slot_dict(tx, name)
             value = instance[name]
             source = ModuleDictItemSource(self.dict_src, name, self.source)
-            if type(value) is int:
-                return wrap_int(tx, value, source)  # a counter is not pinned unless used
+            if type(value) is int:  # a counter is not pinned unless used; never symbolic on a static module
+                return wrap_int(tx, value, source, static=is_static_module(module))
             return tx.wrap(value, source)
         for dict_name in _SLOT_DICTS:
             whole = tx.output.tracked.get(ModuleDictItemSource(self.dict_src, dict_name, self.source))
@@ -189,8 +191,10 @@ class NNModuleVariable(UserObjectVariable):
             cached = tx.output.tracked.get(source)
             if cached is None:
                 # its tensor guard binds it, so the rest of that guard does not re-walk the path
+                static = (config.force_parameter_static_shapes and dict_name in ("_parameters", "_buffers")) \
+                    or is_static_module(self.value)  # Note [Symbolic sizes] (graph/shapes.py)
                 cached = tx.output.add_input(GuardAliasSource(source, f"__bg_t{_next_alias(tx)}"), value,
-                                             named_after=source.describe())
+                                             named_after=source.describe(), static=static)
                 tx.output.tracked[source] = cached
             return cached
         return tx.wrap(value, source)
