@@ -154,6 +154,8 @@ class NNModuleVariable(UserObjectVariable):
             source = ModuleDictItemSource(self.dict_src, name, self.source)
             if type(value) is int:  # a counter is not pinned unless used; never symbolic on a static module
                 return wrap_int(tx, value, source, static=is_static_module(module))
+            if isinstance(value, torch.Tensor) and is_static_module(module):
+                return self._static_tensor(tx, value, source)
             return tx.wrap(value, source)
         for dict_name in _SLOT_DICTS:
             whole = tx.output.tracked.get(ModuleDictItemSource(self.dict_src, dict_name, self.source))
@@ -198,6 +200,15 @@ class NNModuleVariable(UserObjectVariable):
                 tx.output.tracked[source] = cached
             return cached
         return tx.wrap(value, source)
+
+    @staticmethod
+    def _static_tensor(tx, value: torch.Tensor, source):
+        """A tensor attribute of a `mark_static` module: a graph input whose sizes stay static."""
+        cached = tx.output.tracked.get(source)
+        if cached is None:
+            cached = tx.output.add_input(source, value, static=True)
+            tx.output.tracked[source] = cached
+        return cached
 
     def _slot_dict(self, tx, dict_name: str):
         """`self._modules` (etc.) as a dict of trackers whose keys are guarded."""
