@@ -319,10 +319,14 @@ class OutputGraph:
         self.inputs.append((source, SymNodeVariable(example, self, node, source=source), value))
         return node
 
-    def finish_guards(self) -> list:
-        """All guards, with a no-aliasing guard when several distinct tensors are inputs. Raises
-        torch's `ConstraintViolationError` when the trace specialized a `mark_dynamic` dimension."""
+    def finish_guards(self, runs_graph: bool = False) -> list:
+        """All guards, with a no-aliasing guard when several distinct tensors are inputs, and,
+        for an entry that calls a graph (`runs_graph`) traced without reading the autocast
+        state, the guard that autocast is off (Note [Autocast in the trace]). Raises torch's
+        `ConstraintViolationError` when the trace specialized a `mark_dynamic` dimension."""
         guards = list(self.guards.values())
+        if runs_graph and self.autocast is None:
+            guards.insert(1, autocast.ambient_off_guard())  # after the grad mode's: global state first
         tensors = tuple(src for src, vt, _ in self.inputs if vt.is_tensor and src not in self._unguarded)
         if len(tensors) > 1:
             guards.append(Guard(GuardKind.NO_ALIASING, None, tensors))

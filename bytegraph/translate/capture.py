@@ -88,15 +88,17 @@ def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = Fa
             raise
         except Exception as e:  # a tracer bug: reported with the guards seen so far
             raise InternalTracerError(e, _finished_guards(output) if output is not None else []) from e
-        return Capture(new_fn, _finished_guards(output), graph_module, graph, time.perf_counter() - start, brk)
+        return Capture(new_fn, _finished_guards(output, graph is not None), graph_module, graph,
+                       time.perf_counter() - start, brk)
 
 
-def _finished_guards(output) -> list:
+def _finished_guards(output, runs_graph: bool = False) -> list:
     """`output.finish_guards()`; failing to make them is a tracer bug, an InternalTracerError
     without guards (its eager fallback is then not cached: the next call captures again), but
-    for a `mark_dynamic` dimension the trace specialized (raised to the user, as torch.compile)."""
+    for a `mark_dynamic` dimension the trace specialized (raised to the user, as torch.compile).
+    `runs_graph`: the entry calls a graph (its ops' dtypes depend on the ambient autocast state)."""
     try:
-        return output.finish_guards()
+        return output.finish_guards(runs_graph)
     except ConstraintViolationError:  # the user's `mark_dynamic` asked for what the code cannot be
         raise
     except Exception as e:

@@ -27,4 +27,9 @@ open, and the blocks entered before the capture (a resume function's) that it ex
   there too (a cast made inside the block must not serve a later block of another dtype).
 Queries of the CPU state answer from the traced state; those of other devices read the
 real state and guard it. Only `device_type="cpu"` blocks are traced; others break.
+- A capture that never touches autocast (no record) but calls a graph is traced with autocast
+  off, so its graph's dtypes (and those folded at trace time: `y.dtype`) are autocast-off ones:
+  its entry is guarded on `torch._C._is_any_autocast_enabled()` being False (`ambient_off_guard`,
+  added when the guards are finished), so a call inside an autocast block recompiles there.
+  An entry without a graph (pure Python) is not guarded: nothing in it depends on the state.
 """
