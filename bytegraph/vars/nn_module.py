@@ -13,9 +13,12 @@ Sources and guards:
   Python `Module.__getattr__`; users see `self.layers[3].weight` in messages;
 - parameters and buffers become graph inputs by source (TENSOR_MATCH);
 - a call guards, in one clause per module, that it has no hooks, no instance `forward`
-  and no `_compiled_call_impl` (Note [Module call guard]); the global hook dicts are
-  guarded empty once; a class attribute read (a method) guards that no instance
-  attribute shadows it;
+  and no `_compiled_call_impl` (Note [Module call guard]), and, once per class, that the
+  class's `__call__` and `_call_impl` are still nn.Module's; the global hook dicts are
+  guarded empty once; a class attribute read (a method: `forward`) guards that no instance
+  attribute shadows it and, once per class, that the class still finds that function
+  (`vars/classes.py::guard_class_attribute`), so replacing `forward` or `__call__` on the
+  instance or the class between calls recompiles;
 - plain attribute writes (`self.calls += 1`) go to the side-effect log and are replayed
   with `setattr`; writes that would register a parameter, buffer or submodule break.
 
@@ -43,7 +46,7 @@ from .. import config
 from ..hints import is_static_module
 from ..guards.guard import Guard, GuardKind
 from ..guards.sources import (AttrSource, GuardAliasSource, GuardExpressionSource, ModuleAliasSource, ModuleBindSource,
-                              ModuleDictItemSource, ModuleSlotSource, WeakRefCallSource)
+                              ModuleDictItemSource, ModuleSlotSource, ObjectSource, WeakRefCallSource)
 from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, TupleVariable
@@ -51,6 +54,7 @@ from .functions import BoundMethodVariable, bind_arguments
 from .lazy_int import wrap_int
 from .hooks.module import REGISTRATION_METHODS, break_on_backward_hooks, registration_break
 from .class_lookup import class_dict_source, class_lookup
+from .classes import guard_class_attribute
 from .objects import DELETED, UserObjectVariable
 from .registry import register
 from .tensor import TensorVariable
@@ -174,6 +178,7 @@ class NNModuleVariable(UserObjectVariable):
                 # an instance attribute set later would shadow the class attribute
                 tx.output.add_guard(Guard(GuardKind.NOT_PRESENT, self.dict_src, name, tx.guard_location()))
             if isinstance(cls_attr, types.FunctionType):
+                guard_class_attribute(tx, type(module), name, cls_attr)  # `Model.forward = g` recompiles
                 return BoundMethodVariable(tx.wrap(cls_attr, None), self, AttrSource(self.source, name))
             if isinstance(cls_attr, staticmethod):
                 return tx.wrap(cls_attr.__func__, None)
@@ -262,6 +267,7 @@ class NNModuleVariable(UserObjectVariable):
         cls = type(module)
         if cls.__call__ is torch.nn.Module.__call__ and cls._call_impl is torch.nn.Module._call_impl \
                 and not self.has_hooks(tx):
+            _guard_call_path(tx, cls)
             return self.var_getattr(tx, "forward").call_function(tx, args, kwargs)
         break_on_backward_hooks(tx, self)
         return super().call_function(tx, args, kwargs)  # inline type(module).__call__ (hooks run)
@@ -491,6 +497,18 @@ def build_weakref(tx, ref, source, do_guard: bool) -> WeakRefVariable:
     if do_guard:
         tx.output.add_guard(Guard(GuardKind.TYPE_MATCH, source, type(ref), tx.guard_location()))
     return WeakRefVariable(ref, source)
+
+
+def _guard_call_path(tx, cls: type) -> None:
+    """Note [Module call guard]: a call inlined as `forward` assumed the class calls through
+    nn.Module's `__call__` and `_call_impl`: one clause per class keeps it so (`Model.__call__ = g`,
+    on the class or a base, recompiles)."""
+    module_cls = torch.nn.Module
+    source = GuardExpressionSource("({0}.__call__ is {1} and {0}._call_impl is {2})",
+                                   (ObjectSource(cls), ObjectSource(module_cls.__call__),
+                                    ObjectSource(module_cls._call_impl)),
+                                   f"{cls.__qualname__}.__call__ and ._call_impl are nn.Module's")
+    tx.output.add_guard_at(tx, GuardKind.CONSTANT_MATCH, source, True)
 
 
 def _global_hooks(tx) -> bool:
