@@ -11,12 +11,12 @@ if sys.version_info[:2] != (3, 11):
 
 from . import config  # noqa: E402
 from .api import compile, reset  # noqa: E402
-from .errors import Unsupported  # noqa: E402
+from .errors import FailOnRecompileLimitHit, Unsupported  # noqa: E402
 from .hints import graph_break  # noqa: E402
 from .explain import explain  # noqa: E402
 from .report import report  # noqa: E402  (the package bytegraph.report; the name is its context manager)
 from .runtime import compiled_autograd  # noqa: E402
-from .graph.shapes import mark_dynamic, mark_static  # noqa: E402
+from .hints import mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: E402
 from .control_flow import cond, map  # noqa: E402
 from .runtime.counters import counters  # noqa: E402
 from .runtime.compiled_function import RecompileLimitWarning  # noqa: E402
@@ -27,6 +27,6 @@ from .graph.output_graph import warm_up as _warm_up  # noqa: E402
 
 _warm_up()
 
-__all__ = ["compile", "reset", "config", "Unsupported", "RecompileLimitWarning", "GlobalModuleHooksWarning", "set_logs",
-           "graph_break", "explain", "compiled_autograd", "mark_dynamic", "mark_static", "cond", "map", "counters",
-           "VerifyError", "report"]
+__all__ = ["compile", "reset", "config", "Unsupported", "RecompileLimitWarning", "FailOnRecompileLimitHit",
+           "GlobalModuleHooksWarning", "set_logs", "graph_break", "explain", "compiled_autograd", "mark_dynamic",
+           "maybe_mark_dynamic", "mark_static", "cond", "map", "counters", "VerifyError", "report"]

@@ -23,9 +23,10 @@ _GENERATOR_OR_ASYNC = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_A
 def compile(fn=None, *, backend="eager", fullgraph: bool = False, dynamic=None):
     """Compile `fn` into guarded graphs on its first call(s); returns a drop-in callable.
 
-    `dynamic` (Note [Symbolic sizes] in graph/shapes.py): None compiles static first and
-    makes a size or int symbolic once it changes between calls; True makes every input
-    size and int read from outside symbolic from the start; False never does."""
+    `dynamic` (Note [Symbolic sizes] in graph/shapes.py): None follows `config.automatic_dynamic_shapes`
+    and `config.assume_static_by_default` (by default: static first, a size or int symbolic once it
+    changes between calls); True makes every input size and int read from outside symbolic from
+    the start; False never does, but for `mark_dynamic` dimensions (as torch.compile)."""
     backend_fn = lookup_backend(backend)
     if dynamic not in (None, True, False):
         raise TypeError(f"bytegraph.compile: dynamic must be None, True or False, not {dynamic!r}")

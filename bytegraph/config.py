@@ -1,13 +1,46 @@
 """User-tunable settings (`bytegraph.config`). Plain module attributes, read at trace time.
 
-The two data-dependent switches and `verify` start from the environment (`BYTEGRAPH_CAPTURE_SCALAR_OUTPUTS=1`,
-`BYTEGRAPH_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS=1`, `BYTEGRAPH_VERIFY=1|warn`; the first two as torch.compile's
-`TORCHDYNAMO_*` variables), read once at import; setting the attribute later overrides them."""
+The data-dependent switches, `automatic_dynamic_shapes` and `verify` start from the environment
+(`BYTEGRAPH_CAPTURE_SCALAR_OUTPUTS=1`, `BYTEGRAPH_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS=1`,
+`BYTEGRAPH_AUTOMATIC_DYNAMIC_SHAPES=0`, `BYTEGRAPH_VERIFY=1|warn`; the first three as torch.compile's
+`TORCHDYNAMO_*`/`TORCH_DYNAMO_*` variables), read once at import; setting the attribute later
+overrides them. The recompile and dynamic-shape knobs have torch.compile's names and meanings
+(`torch._dynamo.config`); `cache_size_limit` is another name of `recompile_limit`, as in torch."""
 
 import os
+import sys
+import types
 
-cache_size_limit = 8
-"""Compiled entries kept per code object; past it the frame runs eagerly with one warning."""
+recompile_limit = 8
+"""Cache entries per code object (Note [Recompile limit] in runtime/code_state.py): a miss past it
+runs the frame eagerly, with one `RecompileLimitWarning`, while the entries compiled so far keep
+serving their calls; under `fullgraph=True` (or `fail_on_recompile_limit_hit`) it raises
+`bytegraph.FailOnRecompileLimitHit` instead. `cache_size_limit` reads and writes this value."""
+
+accumulated_recompile_limit = 256
+"""A cap on the entries of one code object whatever `recompile_limit` says."""
+
+fail_on_recompile_limit_hit = False
+"""Raise `bytegraph.FailOnRecompileLimitHit` at the miss past `recompile_limit` instead of running
+eagerly (a check that a program's recompiles stay as few as it expects)."""
+
+automatic_dynamic_shapes = os.environ.get("BYTEGRAPH_AUTOMATIC_DYNAMIC_SHAPES", "1") == "1"
+"""A miss caused by a size (or an int read from outside) that differs from the one an earlier
+capture of the code saw recompiles with it symbolic (Note [Symbolic sizes] in graph/shapes.py).
+False: it recompiles with the new value static, one entry per value (until `recompile_limit`)."""
+
+assume_static_by_default = True
+"""Sizes and ints start static (symbolic only once they change, or when marked); False makes every
+size of an input tensor and every int read from outside symbolic from the first capture, as
+`compile(dynamic=True)` does."""
+
+force_parameter_static_shapes = True
+"""The sizes of `nn.Parameter`s and of modules' parameters and buffers stay static, even under
+automatic dynamic shapes or `dynamic=True`: a change recompiles static."""
+
+allow_ignore_mark_dynamic = False
+"""A dimension marked with `mark_dynamic` that the trace specializes (a branch on its value) raises
+`ConstraintViolationError` at the capture; True lets it specialize silently (`maybe_mark_dynamic`)."""
 
 inline_depth_limit = 32
 """Deepest chain of inlined user calls; deeper calls make the frame fall back."""
@@ -31,3 +64,20 @@ the globals and cells it can reach, and compares outputs, arguments after the ca
 exceptions. `True` (`BYTEGRAPH_VERIFY=1`): the first difference raises `bytegraph.VerifyError`
 after the compiled call; `"warn"` (`BYTEGRAPH_VERIFY=warn`): it is logged as an error on the
 `verify` topic and counted in `bytegraph.counters["verify"]["differences"]`. Slow: a debugging aid."""
+
+def _alias(target: str) -> property:
+    """A module attribute that reads and writes setting `target` (a data descriptor of the
+    module's class, so `setattr`, `monkeypatch` and `unittest.mock.patch` see one value)."""
+    return property(lambda module: getattr(module, target), lambda module, value: setattr(module, target, value),
+                    lambda module: delattr(module, target), f"Another name of `{target}` (torch.compile's older name).")
+
+
+class _Config(types.ModuleType):
+    """This module's class: torch's older names read and write the settings they alias."""
+
+    cache_size_limit = _alias("recompile_limit")
+    accumulated_cache_size_limit = _alias("accumulated_recompile_limit")
+    fail_on_cache_limit_hit = _alias("fail_on_recompile_limit_hit")
+
+
+sys.modules[__name__].__class__ = _Config

@@ -31,6 +31,11 @@ class Unsupported(RuntimeError):
         return "\n".join(lines)
 
 
+class FailOnRecompileLimitHit(Exception):
+    """A miss past `config.recompile_limit` under `fullgraph=True` or with
+    `config.fail_on_recompile_limit_hit` (torch.compile's exception of the same name)."""
+
+
 class GraphBreak(Exception):
     """Internal: tracing cannot continue at `location`; carries a category and a hint."""
 

@@ -280,8 +280,6 @@ def test_ambient_autocast_is_guarded():
     assert counter.frame_count == 3
 
 
-@pytest.mark.xfail(strict=True, reason="a function that does not use autocast is not guarded on the ambient "
-                                       "autocast state: compiled outside autocast, its entry is reused inside")
 def test_ambient_autocast_after_a_capture_outside_it():
     def fn(x):
         y = x @ x

@@ -253,11 +253,12 @@ class OutputGraph:
         return None
 
     def add_input(self, source, real: torch.Tensor, guarded: bool = True,
-                  named_after: str | None = None) -> TensorVariable:
+                  named_after: str | None = None, static: bool = False) -> TensorVariable:
         """The graph input read from `source` (`real` now); `guarded=False` for an input
         the residual code makes per call (its source names no value of the frame). Its
         placeholder is named after `source`'s name, or after `named_after` (a parameter's
-        module path, not the guard alias it is read through: `l_self_layers_3_weight`)."""
+        module path, not the guard alias it is read through: `l_self_layers_3_weight`).
+        `static`: its sizes stay static whatever the dynamic policy (Note [Symbolic sizes])."""
         existing = self._input_by_id.get(id(real))
         if existing is not None:
             self.add_guard(Guard(GuardKind.SAME_OBJECT, source, existing.source))
@@ -266,7 +267,7 @@ class OutputGraph:
         node = self.root_graph.placeholder(name)
         if named_after is not None and node.target != node.name:
             node.target = node.name  # the graph function's parameter name
-        dynamic = self.dynamic.dynamic_dims(source, real) if self.dynamic is not None and guarded else None
+        dynamic = self.dynamic.dynamic_dims(source, real, static) if self.dynamic is not None and guarded else None
         if dynamic is None:
             example = fake_input(self.fake_mode, real)
         else:
@@ -318,13 +319,19 @@ class OutputGraph:
         self.inputs.append((source, SymNodeVariable(example, self, node, source=source), value))
         return node
 
-    def finish_guards(self) -> list:
-        """All guards, with a no-aliasing guard when several distinct tensors are inputs."""
+    def finish_guards(self, runs_graph: bool = False) -> list:
+        """All guards, with a no-aliasing guard when several distinct tensors are inputs, and,
+        for an entry that calls a graph (`runs_graph`) traced without reading the autocast
+        state, the guard that autocast is off (Note [Autocast in the trace]). Raises torch's
+        `ConstraintViolationError` when the trace specialized a `mark_dynamic` dimension."""
         guards = list(self.guards.values())
+        if runs_graph and self.autocast is None:
+            guards.insert(1, autocast.ambient_off_guard())  # after the grad mode's: global state first
         tensors = tuple(src for src, vt, _ in self.inputs if vt.is_tensor and src not in self._unguarded)
         if len(tensors) > 1:
             guards.append(Guard(GuardKind.NO_ALIASING, None, tensors))
         if self.shapes is not None:
+            self.shapes.check_marks(self.inputs)
             guards = self.shapes.render(guards, self.inputs)
         return guards
 

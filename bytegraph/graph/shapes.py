@@ -1,15 +1,27 @@
 """Symbolic sizes on torch's ShapeEnv (Note [Symbolic sizes]): which sizes and ints of a
-compiled function are dynamic (`DynamicState`, kept across its captures), the capture's
+compiled function are dynamic (`DynamicState`, its code object's `ShapeMemory`), the capture's
 `ShapeEnv` (`Shapes`, made on first need), symbolic fakes and symbols for graph inputs,
 and the guard clauses the ShapeEnv's facts become.
 
 # Note [Symbolic sizes]
 A capture is static until something is dynamic: `compile(dynamic=True)` (every size of a
 graph input and every int read from outside), `mark_dynamic(t, dim)`, or *automatic
-dynamic*: each compiled function remembers the sizes of every input tensor and the value
-of every int it read from outside, by source; a later capture that sees a size (an int)
+dynamic*: the captures of a code object remember the sizes of every input tensor and the value
+of every int they read from outside, by source (`ShapeMemory`, one per code object and backend,
+Note [Recompile limit] in runtime/code_state.py); a later capture that sees a size (an int)
 differ from the remembered one makes that dimension (that int) symbolic from then on.
 Sizes 0 and 1 stay specialized (ShapeEnv's rule), as do `mark_static` dimensions.
+The knobs are torch.compile's (`DynamicState.dynamic_dims`, in torch's order of precedence):
+`mark_dynamic`/`maybe_mark_dynamic` (bytegraph's, or torch's own markers: the attributes
+`torch._dynamo.mark_dynamic` & co. set on a tensor) beat `mark_static`, which beats automatic
+dynamic (`config.automatic_dynamic_shapes`; False: a changed size recompiles static), which
+beats `config.assume_static_by_default` (False: symbolic from the first capture). Parameters
+and modules' buffers are static under `config.force_parameter_static_shapes`, and so are the
+tensors and ints of a `mark_static` module. `dynamic=True` is automatic off and static by
+default off; `dynamic=False` is automatic off (marks still count, as in torch.compile).
+A `mark_dynamic` dimension the trace specializes (a branch on its value: the ShapeEnv replaces
+its symbol by a number) raises torch's `ConstraintViolationError` at the end of the capture,
+unless `config.allow_ignore_mark_dynamic`; `maybe_mark_dynamic` lets it specialize.
 
 A dynamic input tensor's fake has the sizes and strides the ShapeEnv makes for it with a
 symbolic context (SymInts; `graph/fake_inputs.py`, through `FakeTensorMode.from_tensor`
@@ -60,91 +72,129 @@ import itertools
 import sympy
 import torch
 import torch._guards
-from torch.fx.experimental.symbolic_shapes import (DimDynamic, ShapeEnv, StatelessSymbolicContext,
-                                                   compute_unbacked_bindings)
+from torch.fx.experimental.symbolic_shapes import (ConstraintViolationError, DimDynamic, ShapeEnv,
+                                                   StatelessSymbolicContext, compute_unbacked_bindings)
 from torch.fx.passes.runtime_assert import insert_deferred_runtime_asserts
 from torch.utils._sympy.printers import PythonPrinter
 
 from .. import config
 from ..guards.guard import Guard, GuardKind, ShapeClause
+from ..hints import marked_dims, strictly_dynamic_dims
 from .fake_inputs import size_expr, symbolic_fake_input
 
-_DYNAMIC = object()  # DynamicState.ints: this int changed between captures
+_DYNAMIC = object()  # ShapeMemory: a size or an int that changed between captures
+_UNSET = object()    # ShapeMemory: nothing seen yet
 
 
-def mark_dynamic(t: torch.Tensor, dim) -> None:
-    """Make dimension `dim` (an int or a list of ints) of `t` symbolic when `t` is a graph
-    input (as `torch._dynamo.mark_dynamic`)."""
-    dims = getattr(t, "_bg_dynamic_dims", None) or set()
-    dims.update(_dims(t, dim))
-    t._bg_dynamic_dims = dims
+class ShapeMemory:
+    """What the captures of one code object saw, by source (torch's frame state, kept per code
+    object by `runtime/code_state.py`): for each source, the sizes of the tensor read there
+    (a list, None for a dimension that changed; `_DYNAMIC` once its rank or kind changed) and the
+    int read there (`_DYNAMIC` once it changed). A source that held a tensor once and an int
+    another time is dynamic both ways, as in torch's `FrameStateSizeEntry`. Sources are kept by
+    their text (`name()`): the memory lives as long as the code object, and a source may hold
+    an object (an inlined function read without a path); a reused `id()` in an object's name
+    at worst makes a size dynamic one capture early."""
+
+    __slots__ = ("seen",)
+
+    def __init__(self):
+        self.seen: dict = {}  # source text -> [sizes, scalar]
+
+    def tensor(self, source, shape, marked) -> object:
+        """Record `shape` read at `source` (and the `marked` dimensions as changed); the sizes seen."""
+        key = source.name()
+        entry = self.seen.get(key)
+        if entry is None:
+            entry = self.seen[key] = [list(shape), _DYNAMIC]
+        else:
+            entry[0] = _merge_sizes(entry[0], shape)
+            entry[1] = _DYNAMIC
+        if marked and entry[0] is not _DYNAMIC:
+            for i in marked:
+                entry[0][i] = None
+        return entry[0]
+
+    def scalar(self, source, value) -> object:
+        """Record int (float) `value` read at `source`; the value seen, or `_DYNAMIC`."""
+        key = source.name()
+        entry = self.seen.get(key)
+        if entry is None:
+            entry = self.seen[key] = [_DYNAMIC, value]
+        else:
+            entry[0] = _DYNAMIC
+            old = entry[1]
+            if old is _UNSET:
+                entry[1] = value
+            elif old is not _DYNAMIC and not (old == value and type(old) is type(value)):
+                entry[1] = _DYNAMIC
+        return entry[1]
 
 
-def mark_static(t: torch.Tensor, dim=None) -> None:
-    """Keep dimension `dim` (all dimensions if None) of `t` static, even under automatic
-    dynamic shapes or `dynamic=True` (as `torch._dynamo.mark_static`)."""
-    dims = getattr(t, "_bg_static_dims", None) or set()
-    dims.update(range(t.dim()) if dim is None else _dims(t, dim))
-    t._bg_static_dims = dims
-
-
-def _dims(t: torch.Tensor, dim) -> list:
-    dims = list(dim) if isinstance(dim, (list, tuple, set)) else [dim]
-    for d in dims:
-        if not isinstance(d, int) or not -t.dim() <= d < t.dim():
-            raise IndexError(f"bytegraph.mark_dynamic/mark_static: dimension {d!r} out of range for a "
-                             f"{t.dim()}-d tensor")
-    return [d % t.dim() for d in dims]
+def _merge_sizes(seen, shape):
+    if seen is _DYNAMIC or len(seen) != len(shape):
+        return _DYNAMIC
+    for i, (old, new) in enumerate(zip(seen, shape)):
+        if old is not None and old != new:
+            seen[i] = None
+    return seen
 
 
 class DynamicState:
-    """What one compiled function learned about its inputs across captures: `mode` is
-    True (`dynamic=True`), False (never dynamic) or None (automatic)."""
+    """The dynamic-shape policy of one compiled function: `mode` is True (`dynamic=True`: every
+    size and int symbolic from the start), False (static, but for `mark_dynamic`) or None (the
+    config knobs: `automatic_dynamic_shapes`, `assume_static_by_default`); `memory` is its code
+    object's `ShapeMemory`, shared by the wrappers of one code (Note [Recompile limit])."""
 
-    __slots__ = ("mode", "sizes", "ints")
+    __slots__ = ("mode", "memory")
 
-    def __init__(self, mode):
+    def __init__(self, mode, memory: ShapeMemory | None = None):
         self.mode = mode
-        self.sizes: dict = {}  # source -> list of the sizes first seen (None: a dynamic dimension)
-        self.ints: dict = {}   # source -> the int first seen, or _DYNAMIC
+        self.memory = memory if memory is not None else ShapeMemory()
 
-    def dynamic_dims(self, source, real: torch.Tensor) -> list | None:
-        """Which dimensions of input `real` read at `source` are symbolic (None: none)."""
-        if self.mode is False:
-            return None
-        shape = real.shape
-        static = getattr(real, "_bg_static_dims", None) or ()
+    def _policy(self) -> tuple:
+        """(automatic dynamic shapes, assume static by default), as torch.compile's `dynamic=` sets them."""
         if self.mode is True:
-            if type(real) is torch.nn.Parameter or "_buffers" in source.name():  # as torch: modules' tensors
-                return None
-            dynamic = [i not in static for i in range(len(shape))]
-            return dynamic if any(dynamic) else None
-        marked = getattr(real, "_bg_dynamic_dims", None) or ()
-        seen = self.sizes.get(source)
-        if seen is None or len(seen) != len(shape):
-            self.sizes[source] = list(shape)
-            seen = ()
-        else:
-            for i, (old, new) in enumerate(zip(seen, shape)):
-                if old is not None and old != new:
-                    seen[i] = None
-        dynamic = [(i in marked or (seen and seen[i] is None)) and i not in static for i in range(len(shape))]
+            return False, False
+        if self.mode is False:
+            return False, True
+        return config.automatic_dynamic_shapes, config.assume_static_by_default
+
+    def dynamic_dims(self, source, real: torch.Tensor, static: bool = False) -> list | None:
+        """Which dimensions of input `real` read at `source` are symbolic (None: none). `static`:
+        the reader forces its sizes static (a module's parameter or buffer under
+        `config.force_parameter_static_shapes`, a tensor of a `mark_static` module); so are
+        `nn.Parameter`s. Else, per dimension as torch's `_automatic_dynamic`: marked dynamic
+        (`mark_dynamic`, `maybe_mark_dynamic`), then marked static (`mark_static`), then
+        changed since an earlier capture (automatic dynamic), then `not assume_static_by_default`."""
+        if static or (config.force_parameter_static_shapes and type(real) is torch.nn.Parameter):
+            return None
+        automatic, assume_static = self._policy()
+        strict = strictly_dynamic_dims(real)
+        weak = marked_dims(real, "_bg_weak_dynamic_dims", "_dynamo_weak_dynamic_indices")
+        static_dims = marked_dims(real, "_bg_static_dims", "_dynamo_static_indices")
+        seen = self.memory.tensor(source, real.shape, strict) if automatic else ()
+        dynamic = []
+        for i in range(real.dim()):
+            if i in strict or i in weak:
+                dynamic.append(True)
+            elif i in static_dims:
+                dynamic.append(False)
+            elif seen is _DYNAMIC or (seen and seen[i] is None):
+                dynamic.append(True)
+            else:
+                dynamic.append(not assume_static)
         return dynamic if any(dynamic) else None
 
-    def dynamic_int(self, source, value) -> bool:
-        """Whether int (or float) `value` read at `source` is symbolic in this capture."""
-        if self.mode is not None:
-            return self.mode
-        seen = self.ints.get(source)
-        if seen is None:
-            self.ints[source] = value
+    def dynamic_int(self, source, value, static: bool = False) -> bool:
+        """Whether int (or float) `value` read at `source` is symbolic in this capture (`static`:
+        never, e.g. an attribute of a `mark_static` module)."""
+        if static:
             return False
-        if seen is _DYNAMIC:
+        automatic, assume_static = self._policy()
+        if automatic and self.memory.scalar(source, value) is _DYNAMIC:
             return True
-        if seen == value and type(seen) is type(value):
-            return False
-        self.ints[source] = _DYNAMIC
-        return True
+        return not assume_static
 
 
 @dataclasses.dataclass(frozen=True)
@@ -282,6 +332,35 @@ class Shapes:
             self.locations.setdefault(i, location)
 
     # ---- guards -------------------------------------------------------------------
+    def check_marks(self, inputs: list) -> None:
+        """Raise torch's `ConstraintViolationError` for each `mark_dynamic` dimension of an input
+        that the trace specialized: the ShapeEnv replaced its symbol by a number (Note [Symbolic
+        sizes]); sizes 0 and 1, never symbolic, are not violations."""
+        if config.allow_ignore_mark_dynamic:
+            return
+        env = self.env
+        violations = []
+        for src, vt, real in inputs:
+            if not vt.is_tensor or vt.example.dim() != real.dim():
+                continue
+            for i in sorted(strictly_dynamic_dims(real)):
+                size = vt.example.shape[i]
+                # the symbol the size was made with (`expr` reads it through the replacements)
+                if type(size) is not torch.SymInt or not isinstance(symbol := size.node._expr, sympy.Symbol):
+                    continue
+                value = env.simplify(symbol)
+                if value.is_number:
+                    where = next((self.locations.get(n, "") for n, g in enumerate(env.guards)
+                                  if symbol in g.expr.free_symbols and self.locations.get(n)), "")
+                    at = f" at {where}" if where else ""
+                    violations.append(f"{src.describe()}.size({i}) was marked dynamic (mark_dynamic), but the trace "
+                                      f"specialized it to {value}{at}")
+        if violations:
+            raise ConstraintViolationError(
+                f"Constraints violated ({', '.join(v.partition(' ')[0] for v in violations)})! "
+                + "; ".join(violations) + ". Use maybe_mark_dynamic for a dimension the code may specialize, "
+                "or set bytegraph.config.allow_ignore_mark_dynamic = True.")
+
     def render(self, guards: list, inputs: list) -> list:
         """`guards` with each dynamic tensor's placeholder guard replaced by its clauses over
         sizes, strides and offset, then one clause per ShapeEnv guard and symbol range.

@@ -1057,6 +1057,9 @@ class StateQuerySource:
     def __hash__(self):
         return hash((self.fn, self.args))
 
+    def __repr__(self) -> str:
+        return f"StateQuerySource(fn={self.fn!r}, args={self.args!r})"
+
     def name(self) -> str:
         return f"{self.fn.name()}({', '.join(repr(a) for a in self.args)})"
 

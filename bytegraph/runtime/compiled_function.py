@@ -20,7 +20,7 @@ import warnings
 import weakref
 
 from .. import config
-from ..errors import GraphBreak, InternalTracerError, Unsupported, UserCodeRaisesError
+from ..errors import FailOnRecompileLimitHit, GraphBreak, InternalTracerError, Unsupported, UserCodeRaisesError
 from ..graph.shapes import DynamicState
 from ..guards.compile import CompiledGuards
 from ..guards.sources import OBJECT_REFS, LocalSource
@@ -28,7 +28,7 @@ from ..translate import gc_pause
 from ..translate.capture import argument_names, capture
 from ..translate.continuation import forget_continuations
 from ..translate.resume import forget_resume_functions
-from . import recompiles, verify
+from . import code_state, recompiles, verify
 from .logs import logger
 from .root_frames import LISTENERS, RECOMPILE_LISTENERS
 
@@ -124,16 +124,21 @@ class CacheEntry:
 
 
 class CompiledFunction:
-    def __init__(self, fn: types.FunctionType, backend, fullgraph: bool, dynamic=None, top_level: bool = False):
+    def __init__(self, fn: types.FunctionType, backend, fullgraph: bool, dynamic=None, top_level: bool = False,
+                 code_key=None):
         self.fn = fn
         self.top_level = top_level  # the user's call: verified in verify mode (Note [Verify line])
         self.backend = backend
         self.fullgraph = fullgraph
-        self.dynamic = DynamicState(dynamic)  # sizes and ints seen (Note [Symbolic sizes])
         self.code = fn.__code__
+        # what the recompile limit and automatic dynamic are kept per (Note [Recompile limit]):
+        # the code the user compiled (a module's class, for the shared root frame `forward_call`)
+        self.code_key = code_key if code_key is not None else self.code
+        self.code_state = code_state.state_for(self.code_key, backend)
+        self.code_state.wrappers.add(self)
+        self.dynamic = DynamicState(dynamic, self.code_state.memory)  # Note [Symbolic sizes]
         self.argnames = argument_names(self.code)
         self.entries: list[CacheEntry] = []
-        self.limit_warned = False
         self.callees: dict = {}  # the wrappers `compile_callee` gave this function's residual code
         self.callee_compiler = _CalleeCompiler(self)
         self.caller = None  # weakref to the compiled function whose residual code first called this one
@@ -252,8 +257,9 @@ class CompiledFunction:
             stale = len(self.entries)
             self.entries = []
             self.callees = {}
-            self.limit_warned = False
-            self.dynamic = DynamicState(self.dynamic.mode)
+            self.code_state = code_state.state_for(self.code_key, self.backend)
+            self.code_state.wrappers.add(self)
+            self.dynamic = DynamicState(self.dynamic.mode, self.code_state.memory)
             self.wrapper.__code__ = self._compile_wrapper_code([])
             for i in range(stale):  # drop the old entries (and through them their graphs' globals)
                 del self.namespace[f"__bg_g{i}"], self.namespace[f"__bg_f{i}"]
@@ -267,6 +273,9 @@ class CompiledFunction:
             for entry in self.entries[checked:]:
                 if entry.guards.fn(*values):
                     return entry.fn
+            shared = self._shared_entry(values)
+            if shared is not None:
+                return shared
             named = set(OBJECT_REFS)
             try:
                 return self._capture(values)
@@ -274,16 +283,51 @@ class CompiledFunction:
                 for name in OBJECT_REFS.keys() - named:
                     del OBJECT_REFS[name]
 
+    def _shared_entry(self, values):
+        """The function of an entry of another live wrapper of this function (same code, globals
+        and closure cells, backend, fullgraph and dynamic mode) whose guards hold now, installed
+        in this wrapper too (Note [Recompile limit]); None if there is none."""
+        mine = {id(entry) for entry in self.entries}
+        for other in list(self.code_state.wrappers):
+            if other is self or not self._shares_entries_with(other):
+                continue
+            for entry in other.entries:
+                if id(entry) not in mine and entry.guards.fn(*values):
+                    return self._install(entry)
+        return None
+
+    def _shares_entries_with(self, other: "CompiledFunction") -> bool:
+        fn, theirs = self.fn, other.fn
+        return (theirs.__code__ is fn.__code__ and theirs.__globals__ is fn.__globals__
+                and _same_cells(theirs.__closure__, fn.__closure__) and other.backend is self.backend
+                and other.fullgraph == self.fullgraph and other.dynamic.mode == self.dynamic.mode
+                and other.top_level == self.top_level)
+
+    def _over_limit(self, values) -> bool:
+        """Whether this miss may not compile (Note [Recompile limit]): the code object has
+        `config.recompile_limit` entries (a miss of its first call never is). Past it, the frame
+        runs eagerly (one warning per code object), or under `fullgraph=True` or
+        `config.fail_on_recompile_limit_hit` raises `FailOnRecompileLimitHit`."""
+        state = self.code_state
+        limit = min(config.recompile_limit, config.accumulated_recompile_limit)
+        if state.entries < limit or state.entries == 0:
+            return False
+        found = recompiles.failures(self.entries, values)
+        if self.fullgraph or config.fail_on_recompile_limit_hit:
+            why = "fullgraph=True" if self.fullgraph else "config.fail_on_recompile_limit_hit"
+            raise FailOnRecompileLimitHit(
+                f"{recompiles.limit_message(self.code.co_qualname, self._location(), found, limit, raises=True)} "
+                f"(a hard failure because of {why})")
+        if not state.limit_hit:
+            state.limit_hit = True
+            warnings.warn(recompiles.limit_message(self.code.co_qualname, self._location(), found, limit),
+                          RecompileLimitWarning, stacklevel=5)
+        return True
+
     def _capture(self, values):
+        if self._over_limit(values):
+            return self.fn
         if self.entries:
-            if len(self.entries) >= config.cache_size_limit:
-                if not self.limit_warned:
-                    self.limit_warned = True
-                    found = recompiles.failures(self.entries, values)
-                    warnings.warn(recompiles.limit_message(self.code.co_qualname, self._location(), found,
-                                                           config.cache_size_limit),
-                                  RecompileLimitWarning, stacklevel=4)
-                return self.fn
             log = logger("recompiles")
             if log.isEnabledFor(logging.DEBUG) or RECOMPILE_LISTENERS:
                 found = recompiles.failures(self.entries, values)
@@ -369,8 +413,17 @@ class CompiledFunction:
             weakref.finalize(entry.fn, f_globals.pop, name, None).atexit = False  # no entry runs it any more
         self.entries = entries
         self.wrapper.__code__ = code
+        self.code_state.entries += 1
         for listener in LISTENERS:
             listener(self, entry, graph_break)
+        return entry.fn
+
+    def _install(self, entry: CacheEntry) -> types.FunctionType:
+        """Install `entry`, another wrapper's, in this wrapper's code (nothing is compiled)."""
+        entries = [*self.entries, entry]
+        code = self._compile_wrapper_code(entries)
+        self.entries = entries
+        self.wrapper.__code__ = code
         return entry.fn
 
     def _location(self) -> str:
@@ -416,12 +469,19 @@ class CompiledFunction:
         logger("perf").debug("captured %s in %.2f ms", self.code.co_qualname, entry.capture_seconds * 1e3)
 
 
+def _same_cells(a, b) -> bool:
+    if a is b:
+        return True
+    return a is not None and b is not None and len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
 class RecompileLimitWarning(UserWarning):
-    """A compiled function exceeded `config.cache_size_limit` and now runs eagerly on misses."""
+    """A compiled function exceeded `config.recompile_limit` and now runs eagerly on misses."""
 
 
 def reset_all() -> None:
     with COMPILE_LOCK:
+        code_state.forget_all()
         for state in list(_live):
             state.reset()
         _callees.clear()

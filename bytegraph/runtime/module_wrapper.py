@@ -29,7 +29,8 @@ class CompiledModule:
     __bg_module_wrapper__ = True
 
     def __init__(self, module: torch.nn.Module, backend, fullgraph: bool, dynamic=None):
-        compiled = CompiledFunction(forward_call, backend, fullgraph, dynamic, top_level=True)
+        compiled = CompiledFunction(forward_call, backend, fullgraph, dynamic, top_level=True,
+                                    code_key=_code_key(module))
         forward = inspect.unwrap(type(module).forward)  # the user's, under decorators that wrap it
         compiled.shown_as = (type(module).__qualname__, getattr(forward, "__code__", None))
         setattr_ = object.__setattr__
@@ -83,6 +84,13 @@ class CompiledModule:
 
     def __reduce_ex__(self, protocol):
         return _rebuild, (self._bg_module, self._bg_backend, self._bg_fullgraph, self._bg_compiled.dynamic.mode)
+
+
+def _code_key(module: torch.nn.Module):
+    """What the recompile limit of a compiled module counts per (Note [Recompile limit] in
+    runtime/code_state.py): its class's `forward` code, as torch.compile's cache is on it."""
+    forward = getattr(type(module), "forward", None)
+    return forward.__code__ if isinstance(forward, types.FunctionType) else type(module)
 
 
 def _returning_wrapper(wrapper: CompiledModule, method: types.MethodType):

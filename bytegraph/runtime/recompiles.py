@@ -1,5 +1,6 @@
 """Why a compiled function recompiles, in user terms: the `recompiles` log line of a miss
-and the one `RecompileLimitWarning` of a function that reached `config.cache_size_limit`.
+and the one `RecompileLimitWarning` of a function that reached `config.cache_size_limit` (or its
+`FailOnRecompileLimitHit`).
 
 Both name, for each cache entry the wrapper tried, the first guard that failed, what the
 guarded value is now, and the user's line that read it (with its source text). The limit
@@ -87,11 +88,13 @@ def recompile_message(qualname: str, location: str, found: list, notes: dict) ->
     return "\n".join(lines)
 
 
-def limit_message(qualname: str, location: str, found: list, limit: int) -> str:
-    """The `RecompileLimitWarning` text: the guard that kept failing and what to do."""
+def limit_message(qualname: str, location: str, found: list, limit: int, raises: bool = False) -> str:
+    """The `RecompileLimitWarning` text (`FailOnRecompileLimitHit`'s when `raises`): the guard
+    that kept failing and what to do."""
     failed = [f for f in found if f.guard is not None]
-    head = (f"bytegraph: {qualname} ({location}) hit config.cache_size_limit={limit}; it runs eagerly from "
-            "now on when no compiled entry matches.")
+    then = "no compiled entry matches this call." if raises else \
+        "it runs eagerly from now on when no compiled entry matches."
+    head = f"bytegraph: {qualname} ({location}) hit config.cache_size_limit={limit}; {then}"
     if not failed:
         return f"{head} Raise bytegraph.config.cache_size_limit (now {limit}) to compile more variants."
     by_value = Counter((f.guard.kind, f.guard.source) for f in failed)

@@ -176,9 +176,13 @@ def live_values(tx, index: int) -> list:
     code, at = origin(tx.code, index)
     out = []
     for name in sorted(live_locals(code, at) | set(code.co_freevars)):
-        vt = tx.cells[name] if name in tx.cells else tx.locals.get(name)
-        if vt is not None:
-            out.append((name, vt))
+        if name in tx.cells:
+            out.append((name, tx.cells[name]))
+            continue
+        try:
+            out.append((name, tx.locals[name]))  # an argument not read yet is wrapped now
+        except KeyError:
+            pass
     return out
 
 

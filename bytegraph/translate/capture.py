@@ -4,12 +4,14 @@ value. The result is everything a cache entry needs.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 import types
 from dataclasses import dataclass, field
 
 import torch.fx
+from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
 
 from .. import config
 from .._bytecode.assemble import make_code
@@ -26,6 +28,7 @@ from ..vars.symbolic import is_unbacked
 from . import gc_pause
 from .breaks import emit_break, nested_break, resumable_reason
 from .continuation import is_continuation_code
+from .lazy_arguments import ArgumentLocals
 from .resume import is_resume_code
 from .speculation import RestartCapture, SpeculationLog
 from .translator import Translator
@@ -93,36 +96,35 @@ def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = Fa
         except Exception as e:  # a tracer bug: reported with the guards seen so far
             raise InternalTracerError(e, _finished_guards(output) if output is not None else []) from e
         traced = time.perf_counter()
-        result.guards = _finished_guards(output)
+        result.guards = _finished_guards(output, result.graph is not None)
         end = time.perf_counter()
         result.started, result.seconds, result.guard_seconds = start, end - start, end - traced
         return result
 
 
-def _finished_guards(output) -> list:
+def _finished_guards(output, runs_graph: bool = False) -> list:
     """`output.finish_guards()`; failing to make them is a tracer bug, an InternalTracerError
-    without guards (its eager fallback is then not cached: the next call captures again)."""
+    without guards (its eager fallback is then not cached: the next call captures again), but
+    for a `mark_dynamic` dimension the trace specialized (raised to the user, as torch.compile).
+    `runs_graph`: the entry calls a graph (its ops' dtypes depend on the ambient autocast state)."""
     try:
-        return output.finish_guards()
+        return output.finish_guards(runs_graph)
+    except ConstraintViolationError:  # the user's `mark_dynamic` asked for what the code cannot be
+        raise
     except Exception as e:
         raise InternalTracerError(e, None) from e
 
 
 def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
     code = fn.__code__
-    tx = Translator(code, fn.__globals__, GlobalsDictSource(), {}, {}, output)
+    resumed = is_resume_code(code) or is_continuation_code(code)
+    # Note [Arguments wrapped when read]: each argument is wrapped, and guarded, at its first read
+    arguments = ArgumentLocals(dict(zip(argument_names(code), values)), None)
+    tx = Translator(code, fn.__globals__, GlobalsDictSource(), arguments, {}, output)
+    arguments.wrap = functools.partial(_wrap_argument, tx, resumed)
     output.globals_sources[id(fn.__globals__)] = tx.globals_source
     output.set_current_tx(tx)
     with output.tracing():
-        resumed = is_resume_code(code) or is_continuation_code(code)
-        for name, value in zip(argument_names(code), values):
-            with output.guards_located_at_first_use(name):
-                if resumed and type(value) in (int, float):  # e.g. a timestamp carried across a break
-                    tx.locals[name] = wrap_int(tx, value, LocalSource(name))
-                elif resumed and type(value) is types.CellType:  # Note [Resumed cells]
-                    tx.locals[name] = _cell_argument(output, name, value)
-                else:
-                    tx.locals[name] = tx.wrap(value, LocalSource(name))
         for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
             tx.cells[name] = CellVariable.real_cell(name, cell, ClosureSource(i, name), output)
             output.side_effects.remember(cell, tx.cells[name])
@@ -130,6 +132,8 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
         try:
             result = tx.run()
         except GraphBreak as e:
+            for name in list(arguments.not_read):  # the rest of the frame may read them: wrapped as before
+                arguments[name]
             frames, e.frames = e.frames, ()
             if fullgraph or compile_fn is None:
                 raise
@@ -185,6 +189,17 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
     cg.return_value()
     return Capture(_transformed_function(cg, fn), cg.graph_module, graph, None, output.side_effects.summary(),
                    backend_seconds=backend_seconds)
+
+
+def _wrap_argument(tx, resumed: bool, name: str, value):
+    """The tracker of argument `name` of the root frame, made at its first read (its guards
+    are located at the first LOAD_FAST/LOAD_DEREF of `name`: one made by MAKE_CELL moves there)."""
+    with tx.output.guards_located_at_first_use(name):
+        if resumed and type(value) in (int, float):  # e.g. a timestamp carried across a break
+            return wrap_int(tx, value, LocalSource(name))
+        if resumed and type(value) is types.CellType:  # Note [Resumed cells]
+            return _cell_argument(tx.output, name, value)
+        return tx.wrap(value, LocalSource(name))
 
 
 def _cell_argument(output: OutputGraph, name: str, cell: types.CellType) -> CellVariable:

@@ -62,7 +62,12 @@ class StackOps:
 
     def MAKE_CELL(self, inst):
         name = inst.argval
-        self.cells[name] = self.new_cell(name, self.locals.pop(name, None))
+        try:
+            contents = self.locals[name]  # an argument is read here (Note [Arguments wrapped when read])
+        except KeyError:
+            contents = None
+        self.locals.pop(name, None)
+        self.cells[name] = self.new_cell(name, contents)
 
     def COPY_FREE_VARS(self, inst):
         pass  # the frame's cells for free variables are set up before the first instruction

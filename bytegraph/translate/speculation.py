@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .lazy_arguments import set_unread_arguments, unread_arguments
+
 # An attempt that restarts more often than this is a tracer bug (decisions must converge).
 MAX_RESTARTS = 8
 
@@ -80,17 +82,20 @@ class TranslatorCheckpoint:
 
 
 def frame_state(tx) -> tuple:
-    """A copy of the state of one translator frame (`set_frame_state` puts it back)."""
+    """A copy of the state of one translator frame (`set_frame_state` puts it back); the root
+    frame's unread arguments too (Note [Arguments wrapped when read])."""
     return (list(tx.stack), dict(tx.locals), dict(tx.cells), tx.ip, tx.inst, tx.kw_names, tx.return_value,
-            tx.yielded, list(tx.snapshot_stack), tx.snapshot_kw_names, tx.steps, tx.handled)
+            tx.yielded, list(tx.snapshot_stack), tx.snapshot_kw_names, tx.steps, tx.handled,
+            unread_arguments(tx.locals))
 
 
 def set_frame_state(tx, state: tuple) -> None:
     stack, local_vars, cells, tx.ip, tx.inst, tx.kw_names, tx.return_value, tx.yielded, snapshot, \
-        tx.snapshot_kw_names, tx.steps, tx.handled = state
+        tx.snapshot_kw_names, tx.steps, tx.handled, unread = state
     tx.stack[:] = stack
     tx.locals.clear()
     tx.locals.update(local_vars)
+    set_unread_arguments(tx.locals, unread)
     tx.cells.clear()
     tx.cells.update(cells)
     tx.snapshot_stack = list(snapshot)

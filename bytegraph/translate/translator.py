@@ -150,7 +150,8 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         return builder.wrap(self, value, source, guard)
 
     def _lineno(self) -> int:
-        return self.inst.lineno if self.inst is not None else self.code.co_firstlineno
+        lineno = self.inst.lineno if self.inst is not None else None
+        return lineno if lineno is not None else self.code.co_firstlineno  # the prologue (MAKE_CELL) has none
 
     def _outward(self):
         """This translator, then its inlining parents up to the root frame."""

@@ -165,6 +165,10 @@ def _build_globals_dict(tx, value, source, do_guard: bool) -> VariableTracker:
 
 @register(set, exact=True)
 def _build_set(tx, value, source, do_guard: bool) -> VariableTracker:
+    if any(isinstance(v, torch.Tensor) for v in value):  # Note [Sets of tensors]: made in the trace only
+        tx.unsupported(f"a set holding tensors read from outside ({source.describe() if source else 'a value'}): "
+                       "its members have no source to read them again", category="unsupported value",
+                       hint="pass the tensors in a list or tuple")
     _guard(tx, do_guard, GuardKind.TYPE_MATCH, source, set)
     _guard(tx, do_guard, GuardKind.SET_MATCH, source, frozenset(value))
     return SetVariable([ConstantVariable(v) for v in value], source, tx)

@@ -69,6 +69,20 @@ def bind_class_attribute(tx, obj: VariableTracker, owner: type, name: str, attr,
 _PROPERTY_ACCESSORS = {"fget": "getter", "fset": "setter", "fdel": "deleter"}
 
 
+_IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: a builtin class, whose attributes cannot be set
+
+
+def guard_class_attribute(tx, cls: type, name: str, fn) -> None:
+    """Guard that `cls.name` still finds `fn`, a function the trace called in place of looking
+    it up at run time (a module's `forward` and methods, a class's `__call__`): replacing it
+    between calls, on `cls` or on any class of its MRO (`Model.forward = g`, `Foo.__call__ = h`),
+    recompiles. One identity clause per class and name (`Model.forward is <function>`); a
+    builtin class cannot change and is not guarded."""
+    if cls.__flags__ & _IMMUTABLE_TYPE:
+        return
+    tx.output.add_guard_at(tx, GuardKind.ID_MATCH, AttrSource(ObjectSource(cls), name), fn)
+
+
 def call_property(tx, obj: VariableTracker, owner: type, name: str, prop: property, accessor: str,
                   *args: VariableTracker):
     """Run `prop.<accessor>(obj, *args)` (`fget`, `fset` or `fdel`) inlined; a missing

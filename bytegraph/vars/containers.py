@@ -19,10 +19,11 @@ from .class_lookup import MISSING, class_lookup
 from .factory import provides
 from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable, is_constant_value
-from .dict_keys import TrackerKey, has_tracker_keys, key_tracker, reconstruct_map
+from .dict_keys import TrackerKey, has_tracker_keys, key_tracker, load_key, reconstruct_map
 from . import factory
 from .sorting import sort_in_place
 from .object_protocol import items_equal
+from .set_order import eager_order, has_tensor_members
 from .method_table import dispatch, mutator, no_args, no_arguments, no_kwargs, one_arg, row
 
 # the methods that change the receiver, from the table of builtin methods; OrderedDict's
@@ -781,12 +782,20 @@ def _as_mapping(tx, vt) -> dict:
 
 
 def _set_member(tx, vt):
-    """The hashable value of set member `vt` (sets of tensors are not traced)."""
+    """The hashable value of set member `vt`: a constant, or a tensor's `TrackerKey` (Note
+    [Sets of tensors] in vars/set_order.py); other objects hashed by identity break."""
     key = vt.key_impl(tx)
-    if type(key) is TrackerKey:
-        tx.unsupported(f"a set holding {vt.describe()} (sets of tensors are not traced)",
-                       category="unsupported dict key")
+    if type(key) is TrackerKey and not vt.is_tensor:
+        tx.unsupported(f"a set holding {vt.describe()} (sets of objects hashed by identity other than tensors "
+                       "are not traced)", category="unsupported dict key")
     return key
+
+
+def _no_tensor_algebra(tx, s, name: str, others) -> None:
+    """Set algebra on members that are tensors is not modelled (Note [Sets of tensors])."""
+    if has_tensor_members(s.items) or any(has_tensor_members(other) for other in others):
+        tx.unsupported(f"{name}() of sets holding tensors (set algebra on sets of tensors is not traced)",
+                       category="unsupported call")
 
 
 def _set_add(tx, s, name, args, kwargs) -> VariableTracker:
@@ -852,6 +861,7 @@ _SET_UPDATES = {
 def _set_update(tx, s, name, args, kwargs) -> VariableTracker:
     items = s.items
     others = [_members(tx, other) for other in args]
+    _no_tensor_algebra(tx, s, name, others)
     step = _SET_UPDATES[name]
     keys = set(items)
     new = {}
@@ -869,7 +879,7 @@ def _set_pop(tx, s, name, args, kwargs) -> VariableTracker:
     items = s.items
     if not items:
         tx.raise_user_error(KeyError("pop from an empty set"))
-    key = next(iter(set(items)))
+    key = s.iteration_keys(tx)[0]
     _mutating_keys(tx, s, name, True)
     return items.pop(key)
 
@@ -884,6 +894,7 @@ def _set_clear(tx, s, name, args, kwargs) -> VariableTracker:
 def _set_query(tx, s, name, args, kwargs) -> VariableTracker:
     """The set methods that make a new set or a bool, over any iterables of hashable members."""
     others = [_members(tx, other) for other in args]
+    _no_tensor_algebra(tx, s, name, others)
     result = getattr(set(s.items), name)(*[set(other) for other in others])
     if not isinstance(result, set):
         return ConstantVariable(result)
@@ -910,10 +921,12 @@ _SET_METHODS = {
 
 
 class SetVariable(VariableTracker):
-    """A set of constants (as a dict value -> tracker, to keep insertion order for iteration);
-    `keys_version` counts the changes of its members (Note [Live iterators])."""
+    """A set of constants and tensors (as a dict key -> tracker, to keep insertion order for
+    iteration; a tensor's key is its `TrackerKey`, Note [Sets of tensors] in vars/set_order.py);
+    `keys_version` counts the changes of its members (Note [Live iterators]); `order` is the
+    iteration order of its tensor members last computed (keys, ordered keys)."""
 
-    __slots__ = ("items", "keys_version")
+    __slots__ = ("items", "keys_version", "order")
     identity_tracked = True
     rebuilt_as_new_object = True
     inplace_methods = frozenset(_SET_INPLACE)
@@ -923,6 +936,7 @@ class SetVariable(VariableTracker):
         super().__init__(source)
         self.items = {}
         self.keys_version = 0
+        self.order = None
         for vt in items:
             self.items[_set_member(tx, vt)] = vt
 
@@ -930,19 +944,42 @@ class SetVariable(VariableTracker):
         return set
 
     def is_python_constant(self) -> bool:
-        return True
+        return not has_tensor_members(self.items)
 
     def as_python_constant(self):
+        if has_tensor_members(self.items):
+            return super().as_python_constant()
         return set(self.items)
 
     def unpack(self, tx) -> list:
+        if has_tensor_members(self.items):
+            return [self.items[k] for k in self.iteration_keys(tx)]
         return [ConstantVariable(v) for v in set(self.items)]
 
+    def iteration_keys(self, tx) -> list:
+        """The member keys in eager's iteration order: a set of constants rebuilt from them;
+        one holding tensors, by their identity hashes (guarded, or a break: vars/set_order.py)."""
+        if not has_tensor_members(self.items):
+            return list(set(self.items))
+        keys = tuple(self.items)
+        if self.order is None or self.order[0] != keys:
+            tx.output.side_effects.touch(self)  # a cache of what the guards now say
+            self.order = (keys, tuple(eager_order(tx, self)))
+        return list(self.order[1])
+
     def ordered_keys(self) -> list:
+        if has_tensor_members(self.items):  # asked after `iteration_keys` (`iterate`)
+            return list(self.order[1])
         return list(set(self.items))
 
     def iterate(self, tx):
+        self.iteration_keys(tx)
         return factory.hashed_iterator(self)
+
+    def contains_impl(self, tx, item) -> VariableTracker:
+        if has_tensor_members(self.items) or item.is_tensor:  # by identity (a set from outside holds no tensor)
+            return ConstantVariable(_set_member(tx, item) in self.items)
+        return super().contains_impl(tx, item)
 
     def truth(self, tx) -> bool:
         return bool(self.items)
@@ -980,8 +1017,8 @@ class SetVariable(VariableTracker):
         if self.source is not None:
             self.source.reconstruct(cg)
             return
-        for k in self.items:
-            cg.load_const(k)
+        for k in self.items:  # in insertion order, as eager built it
+            load_key(cg, k)
         cg.build("BUILD_SET", len(self.items))
 
 

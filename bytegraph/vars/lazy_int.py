@@ -120,15 +120,16 @@ def _value_guard(source, value, location: str) -> Guard:
     return Guard(GuardKind.CONSTANT_MATCH, source, value, location)
 
 
-def wrap_int(tx, value, source, guard_type: bool = True) -> VariableTracker:
+def wrap_int(tx, value, source, guard_type: bool = True, static: bool = False) -> VariableTracker:
     """The tracker for int (or float) `value` read at `source`: unpinned, memoized, and
-    type-guarded unless the source's type is certain (`guard_type`: a `len()` is an int)."""
+    type-guarded unless the source's type is certain (`guard_type`: a `len()` is an int);
+    `static`: never symbolic (an attribute of a `mark_static` module)."""
     cached = tx.output.tracked.get(source)
     if cached is not None:
         return cached
     if guard_type:
         tx.output.add_guard(Guard(GuardKind.TYPE_MATCH, source, type(value), tx.guard_location()))
-    dynamic = tx.output.dynamic is not None and tx.output.dynamic.dynamic_int(source, value)
+    dynamic = tx.output.dynamic is not None and tx.output.dynamic.dynamic_int(source, value, static)
     vt = UnpinnedIntVariable(value, tx.output, source, dynamic=dynamic)
     tx.output.tracked[source] = vt
     return vt

@@ -13,9 +13,12 @@ Sources and guards:
   Python `Module.__getattr__`; users see `self.layers[3].weight` in messages;
 - parameters and buffers become graph inputs by source (TENSOR_MATCH);
 - a call guards, in one clause per module, that it has no hooks, no instance `forward`
-  and no `_compiled_call_impl` (Note [Module call guard]); the global hook dicts are
-  guarded empty once; a class attribute read (a method) guards that no instance
-  attribute shadows it;
+  and no `_compiled_call_impl` (Note [Module call guard]), and, once per class, that the
+  class's `__call__` and `_call_impl` are still nn.Module's; the global hook dicts are
+  guarded empty once; a class attribute read (a method: `forward`) guards that no instance
+  attribute shadows it and, once per class, that the class still finds that function
+  (`vars/classes.py::guard_class_attribute`), so replacing `forward` or `__call__` on the
+  instance or the class between calls recompiles;
 - plain attribute writes (`self.calls += 1`) go to the side-effect log and are replayed
   with `setattr`; writes that would register a parameter, buffer or submodule break.
 
@@ -39,9 +42,11 @@ import weakref
 import torch
 from torch.nn.modules import module as _module_mod
 
+from .. import config
+from ..hints import is_static_module
 from ..guards.guard import Guard, GuardKind
 from ..guards.sources import (AttrSource, GuardAliasSource, GuardExpressionSource, ModuleAliasSource, ModuleBindSource,
-                              ModuleDictItemSource, ModuleSlotSource, WeakRefCallSource)
+                              ModuleDictItemSource, ModuleSlotSource, ObjectSource, WeakRefCallSource)
 from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, TupleVariable
@@ -49,6 +54,7 @@ from .functions import BoundMethodVariable, bind_arguments
 from .lazy_int import wrap_int
 from .hooks.module import REGISTRATION_METHODS, break_on_backward_hooks, registration_break
 from .class_lookup import class_dict_source, class_lookup, is_data_descriptor
+from .classes import guard_class_attribute
 from .objects import DELETED, UserObjectVariable
 from .registry import handles, register
 from .tensor import TensorVariable
@@ -155,8 +161,10 @@ class NNModuleVariable(UserObjectVariable):
                 return self._slot_dict(tx, name)
             value = instance[name]
             source = ModuleDictItemSource(self.dict_src, name, self.source)
-            if type(value) is int:
-                return wrap_int(tx, value, source)  # a counter is not pinned unless used
+            if type(value) is int:  # a counter is not pinned unless used; never symbolic on a static module
+                return wrap_int(tx, value, source, static=is_static_module(module))
+            if isinstance(value, torch.Tensor) and is_static_module(module):
+                return self._static_tensor(tx, value, source)
             return tx.wrap(value, source)
         if cls_attr is _ABSENT:
             return self._module_getattr(tx, name)
@@ -168,6 +176,7 @@ class NNModuleVariable(UserObjectVariable):
             # an instance attribute set later would shadow the class attribute
             tx.output.add_guard(Guard(GuardKind.NOT_PRESENT, self.dict_src, name, tx.guard_location()))
         if isinstance(cls_attr, types.FunctionType):
+            guard_class_attribute(tx, type(module), name, cls_attr)  # `Model.forward = g` recompiles
             return BoundMethodVariable(tx.wrap(cls_attr, None), self, AttrSource(self.source, name))
         if isinstance(cls_attr, staticmethod):
             return tx.wrap(cls_attr.__func__, None)
@@ -207,11 +216,22 @@ class NNModuleVariable(UserObjectVariable):
             cached = tx.output.tracked.get(source)
             if cached is None:
                 # its tensor guard binds it, so the rest of that guard does not re-walk the path
+                static = (config.force_parameter_static_shapes and dict_name in ("_parameters", "_buffers")) \
+                    or is_static_module(self.value)  # Note [Symbolic sizes] (graph/shapes.py)
                 cached = tx.output.add_input(GuardAliasSource(source, f"__bg_t{_next_alias(tx)}"), value,
-                                             named_after=source.describe())
+                                             named_after=source.describe(), static=static)
                 tx.output.tracked[source] = cached
             return cached
         return tx.wrap(value, source)
+
+    @staticmethod
+    def _static_tensor(tx, value: torch.Tensor, source):
+        """A tensor attribute of a `mark_static` module: a graph input whose sizes stay static."""
+        cached = tx.output.tracked.get(source)
+        if cached is None:
+            cached = tx.output.add_input(source, value, static=True)
+            tx.output.tracked[source] = cached
+        return cached
 
     def _slot_dict(self, tx, dict_name: str):
         """`self._modules` (etc.) as a dict of trackers whose keys are guarded."""
@@ -269,6 +289,7 @@ class NNModuleVariable(UserObjectVariable):
                 lazy_modules.initialize(tx, self, hook, args, kwargs)
         if cls.__call__ is torch.nn.Module.__call__ and cls._call_impl is torch.nn.Module._call_impl \
                 and not self.has_hooks(tx):
+            _guard_call_path(tx, cls)
             return self.var_getattr(tx, "forward").call_function(tx, args, kwargs)
         break_on_backward_hooks(tx, self)
         return super().call_function(tx, args, kwargs)  # inline type(module).__call__ (hooks run)
@@ -509,6 +530,18 @@ def build_weakref(tx, ref, source, do_guard: bool) -> WeakRefVariable:
     if do_guard:
         tx.output.add_guard(Guard(GuardKind.TYPE_MATCH, source, type(ref), tx.guard_location()))
     return WeakRefVariable(ref, source)
+
+
+def _guard_call_path(tx, cls: type) -> None:
+    """Note [Module call guard]: a call inlined as `forward` assumed the class calls through
+    nn.Module's `__call__` and `_call_impl`: one clause per class keeps it so (`Model.__call__ = g`,
+    on the class or a base, recompiles)."""
+    module_cls = torch.nn.Module
+    source = GuardExpressionSource("({0}.__call__ is {1} and {0}._call_impl is {2})",
+                                   (ObjectSource(cls), ObjectSource(module_cls.__call__),
+                                    ObjectSource(module_cls._call_impl)),
+                                   f"{cls.__qualname__}.__call__ and ._call_impl are nn.Module's")
+    tx.output.add_guard_at(tx, GuardKind.CONSTANT_MATCH, source, True)
 
 
 def _global_hooks(tx) -> bool:

@@ -25,7 +25,7 @@ from ..guards.guard import GuardKind
 from ..guards.sources import AttrSource, GenericAttrSource, ItemSource
 from .base import REPLAY_OBJECT, CallableValueVariable, MethodOfVariable, VariableTracker
 from .class_lookup import MISSING, class_lookup, is_data_descriptor
-from .classes import bind_class_attribute, call_property, wrap_attribute
+from .classes import bind_class_attribute, call_property, guard_class_attribute, wrap_attribute
 from .constant import ConstantVariable
 from .containers import DICT_MUTATORS, DictVariable
 from .lazy_int import wrap_int
@@ -284,6 +284,7 @@ class UserObjectVariable(VariableTracker):
     def call_function(self, tx, args, kwargs):
         call = class_lookup(type(self.value), "__call__")[1]
         if isinstance(call, types.FunctionType):
+            guard_class_attribute(tx, type(self.value), "__call__", call)  # `Foo.__call__ = g` recompiles
             return tx.wrap(call, None).call_function(tx, [self, *args], kwargs)
         return super().call_function(tx, args, kwargs)
 

@@ -99,7 +99,10 @@ def _zero_argument_super(tx):
     if first in tx.cells:
         obj = tx.cells[first].contents
     else:
-        obj = tx.locals.get(first)
+        try:
+            obj = tx.locals[first]  # reads an unread argument (Note [Arguments wrapped when read])
+        except KeyError:
+            obj = None
     if obj is None:
         tx.raise_user_error(RuntimeError("super(): arg[0] deleted"))
     class_cell = tx.cells.get("__class__")

@@ -93,8 +93,8 @@ def _first_capture(fn, args):
             entries.append(entry)
 
     LISTENERS.append(listener)
-    try:
-        bytegraph.compile(fn, backend=_backend)(*args)
+    try:  # a backend of its own: a wrapper with an earlier one's would reuse its entry (Note [Recompile limit])
+        bytegraph.compile(fn, backend=lambda gm, example_inputs: _backend(gm, example_inputs))(*args)
     finally:
         LISTENERS.remove(listener)
     entry = entries[0]

@@ -32,4 +32,9 @@ generic query of their device (guarded through it: the spellings warn, deprecate
 folded call does not), and `torch._C._is_any_autocast_enabled()` is the traced CPU state or
 the other devices' real one (`state.other_devices_enabled`, guarded). Only
 `device_type="cpu"` blocks are traced; others break.
+- A capture that never touches autocast (no record) but calls a graph is traced with autocast
+  off, so its graph's dtypes (and those folded at trace time: `y.dtype`) are autocast-off ones:
+  its entry is guarded on `torch._C._is_any_autocast_enabled()` being False (`ambient_off_guard`,
+  added when the guards are finished), so a call inside an autocast block recompiles there.
+  An entry without a graph (pure Python) is not guarded: nothing in it depends on the state.
 """

@@ -77,6 +77,14 @@ def start(output, location: str) -> AutocastTrace:
     return trace
 
 
+def ambient_off_guard() -> Guard:
+    """The guard of a capture whose graph was traced with autocast off and never read its state
+    (Note [Autocast in the trace]): the graph's dtypes (and dtypes folded at trace time) are
+    those of no autocast, so the entry must not run under one: `torch._C._is_any_autocast_enabled()`
+    is False (one C call per hit, only in entries that call a graph)."""
+    return Guard(GuardKind.CONSTANT_MATCH, StateQuerySource(ObjectSource(torch._C._is_any_autocast_enabled), ()), False)
+
+
 def set_trace(output, trace: AutocastTrace | None) -> None:
     """Make `trace` the capture's record (a new state, or a checkpoint's) and the real
     state follow it; None puts the ambient state back."""
