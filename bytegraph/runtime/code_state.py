@@ -14,7 +14,7 @@ torch's BACKEND_MATCH guard says, and `explain` compiles with a backend of its o
 - a miss first tries the entries of the other live wrappers of the same function (same code,
   globals and closure cells), backend, `fullgraph` and `dynamic`: one that holds is installed in
   this wrapper too, without compiling (`CompiledFunction.miss`);
-- `entries` counts the entries compiled for the code; a miss with `recompile_limit` of them
+- `entry_count` counts the entries compiled for the code; a miss with `recompile_limit` of them
   (or `accumulated_recompile_limit`) compiles nothing: under `fullgraph=True` or
   `config.fail_on_recompile_limit_hit` it raises `FailOnRecompileLimitHit`, otherwise the frame
   runs eagerly with one `RecompileLimitWarning` per code object, and the entries already
@@ -32,11 +32,11 @@ from ..graph.shapes import ShapeMemory
 
 
 class CodeState:
-    __slots__ = ("wrappers", "entries", "limit_hit", "memory")
+    __slots__ = ("wrappers", "entry_count", "limit_hit", "memory")
 
     def __init__(self):
         self.wrappers: "weakref.WeakSet" = weakref.WeakSet()  # the live CompiledFunctions of the code
-        self.entries = 0         # entries compiled for the code (a shared entry counts once)
+        self.entry_count = 0     # entries compiled for the code (a shared entry counts once)
         self.limit_hit = False   # the recompile limit was hit: warned once, run-only from then on
         self.memory = ShapeMemory()
 

@@ -310,7 +310,7 @@ class CompiledFunction:
         `config.fail_on_recompile_limit_hit` raises `FailOnRecompileLimitHit`."""
         state = self.code_state
         limit = min(config.recompile_limit, config.accumulated_recompile_limit)
-        if state.entries < limit or state.entries == 0:
+        if state.entry_count < limit or state.entry_count == 0:
             return False
         found = recompiles.failures(self.entries, values)
         if self.fullgraph or config.fail_on_recompile_limit_hit:
@@ -413,7 +413,7 @@ class CompiledFunction:
             weakref.finalize(entry.fn, f_globals.pop, name, None).atexit = False  # no entry runs it any more
         self.entries = entries
         self.wrapper.__code__ = code
-        self.code_state.entries += 1
+        self.code_state.entry_count += 1
         for listener in LISTENERS:
             listener(self, entry, graph_break)
         return entry.fn
