@@ -540,3 +540,17 @@ def line_of(marker: str, path: str) -> int:
         hits = [i for i, line in enumerate(f, 1) if line.rstrip().endswith(marker)]
     assert len(hits) == 1, f"marker {marker!r} ends {len(hits)} lines of {path}"
     return hits[0]
+
+
+def explain_counts(fn, *args):
+    """(graphs, graph breaks, ops per graph) of one explained call of ``fn``."""
+    out = bytegraph.explain(fn, *args)
+    return out.graph_count, out.graph_break_count, [len(ops) for ops in out.ops_per_graph]
+
+
+def eager_rests(fn, *args):
+    """Why some frame (or the rest of one, after a break) ran eagerly in one explained call."""
+    out = bytegraph.explain(fn, *args)
+    frames = out.eager_frames  # a frame run eagerly at a break is listed there with the break's reason
+    return [r.reason for r in out.break_reasons
+            if "runs eagerly" in r.reason and not any(r.reason in f for f in frames)] + frames

@@ -19,18 +19,13 @@ import pytest
 import torch
 
 import bytegraph
-from helpers import CompileCounter, check, check_calls, check_sequence
+from helpers import check, check_calls, check_sequence, CompileCounter, explain_counts
 
 COUNTS = []
 
 
 def T(*shape, grad=False):
     return torch.randn(*shape, requires_grad=grad)
-
-
-def explain_counts(fn, *args):
-    out = bytegraph.explain(fn, *args)
-    return out.graph_count, out.graph_break_count, [len(ops) for ops in out.ops_per_graph]
 
 
 # ---------------------------------------------------------------------------- chains

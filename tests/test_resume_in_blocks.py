@@ -15,24 +15,11 @@ from __future__ import annotations
 import torch
 
 import bytegraph
-from helpers import check
+from helpers import check, eager_rests, explain_counts
 
 
 def T(*shape, grad=False):
     return torch.randn(*shape, requires_grad=grad)
-
-
-def explain_counts(fn, *args):
-    out = bytegraph.explain(fn, *args)
-    return out.graph_count, out.graph_break_count, [len(ops) for ops in out.ops_per_graph]
-
-
-def eager_rests(fn, *args):
-    """Why some frame (or the rest of one, after a break) ran eagerly in one explained call."""
-    out = bytegraph.explain(fn, *args)
-    frames = out.eager_frames  # a frame run eagerly at a break is listed there with the break's reason
-    return [r.reason for r in out.break_reasons
-            if "runs eagerly" in r.reason and not any(r.reason in f for f in frames)] + frames
 
 
 def test_break_in_try_code_after_raises_and_is_caught():
