@@ -37,14 +37,17 @@ import torch
 import torch.fx
 
 import bytegraph
+from bytegraph.graph.backends import lookup_backend
 
 _CALL_OPS = ("call_function", "call_method", "call_module")
 
 
 class CompileCounter:
-    """A torch.compile-protocol backend that counts graphs and ops and runs the graph as is."""
+    """A torch.compile-protocol backend that counts graphs and ops and runs the graph as is,
+    or compiles it with the named `backend` ("aot_eager", "inductor", ...) if given."""
 
-    def __init__(self):
+    def __init__(self, backend: str | None = None):
+        self.inner = lookup_backend(backend) if backend is not None else None
         self.frame_count = 0
         self.op_count = 0
         self.graphs: list[torch.fx.GraphModule] = []
@@ -55,7 +58,7 @@ class CompileCounter:
         self.op_count += sum(1 for n in gm.graph.nodes if n.op in _CALL_OPS)
         self.graphs.append(gm)
         self.example_inputs.append(list(example_inputs))
-        return gm.forward
+        return self.inner(gm, example_inputs) if self.inner is not None else gm.forward
 
     def ops(self, graph_index: int = -1) -> list:
         """Targets of the call nodes of one graph (for assertions on what was captured)."""

@@ -6,23 +6,11 @@ import pytest
 import torch
 
 import bytegraph
-from bytegraph.graph.backends import lookup_backend
 from tests.helpers import CompileCounter, check, compile_counted
 
 BF16 = torch.bfloat16
 TOL = dict(rtol=2e-2, atol=2e-2)  # inductor's bfloat16 kernels round differently
 
-
-class Counting(CompileCounter):
-    """Counts graphs like CompileCounter, then compiles them with a named backend."""
-
-    def __init__(self, name: str):
-        super().__init__()
-        self.backend = lookup_backend(name)
-
-    def __call__(self, gm, example_inputs):
-        super().__call__(gm, example_inputs)
-        return self.backend(gm, example_inputs)
 
 
 BACKENDS = ["eager", "aot_eager", "inductor"]
@@ -84,7 +72,7 @@ def nested_blocks(x, w):
     (nested_blocks, lambda: (_x(3, 3), _x(3, 3))),
 ], ids=["matmul", "linear", "nested"])
 def test_one_graph_on_each_backend(backend, fn, make):
-    check(fn, *make(), backend=Counting(backend), graphs=1, fullgraph=True, **TOL)
+    check(fn, *make(), backend=CompileCounter(backend), graphs=1, fullgraph=True, **TOL)
 
 
 def test_graph_records_enter_and_exit_nodes():
@@ -305,7 +293,7 @@ def break_in_block(x, w):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_break_inside_block_on_each_backend(backend):
-    check(break_in_block, _x(3, 3), _x(3, 3), backend=Counting(backend), graphs=2, **TOL)
+    check(break_in_block, _x(3, 3), _x(3, 3), backend=CompileCounter(backend), graphs=2, **TOL)
 
 
 def test_break_inside_nested_blocks():

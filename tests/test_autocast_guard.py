@@ -6,23 +6,11 @@ import pytest
 import torch
 
 import bytegraph
-from bytegraph.graph.backends import lookup_backend
 from helpers import CompileCounter, assert_same
 
 BF16, F16 = torch.bfloat16, torch.float16
 WEIGHTS = torch.randn(10, 10)
 
-
-class Counting(CompileCounter):
-    """Counts graphs like CompileCounter, then compiles them with a named backend."""
-
-    def __init__(self, name: str):
-        super().__init__()
-        self.backend = lookup_backend(name)
-
-    def __call__(self, gm, example_inputs):
-        super().__call__(gm, example_inputs)
-        return self.backend(gm, example_inputs)
 
 
 @pytest.fixture(autouse=True)
@@ -37,7 +25,7 @@ def mm(x):
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 def test_ambient_autocast_recompiles_each_state(backend):
-    counter = Counting(backend)
+    counter = CompileCounter(backend)
     compiled = bytegraph.compile(mm, backend=counter, fullgraph=True)
     x = torch.randn(1, 10)
     assert compiled(x).dtype == torch.float32

@@ -12,19 +12,7 @@ from helpers import CompileCounter, assert_same, clone_inputs
 from torch import nn
 
 import bytegraph
-from bytegraph.graph.backends import lookup_backend
 
-
-class CountingBackend(CompileCounter):
-    """Counts graphs like CompileCounter, then compiles them with a named backend."""
-
-    def __init__(self, backend: str):
-        super().__init__()
-        self.inner = lookup_backend(backend)
-
-    def __call__(self, gm, example_inputs):
-        super().__call__(gm, example_inputs)
-        return self.inner(gm, example_inputs)
 
 
 def _float_outputs(out):
@@ -43,7 +31,7 @@ def check_module(make, *inputs, backend="eager", graphs=1, calls=2, fullgraph=Tr
     torch.manual_seed(seed)
     module = make()
     eager, compiled_module = copy.deepcopy(module), copy.deepcopy(module)
-    counter = CountingBackend(backend)
+    counter = CompileCounter(backend)
     compiled = bytegraph.compile(compiled_module, backend=counter, fullgraph=fullgraph)
     for call in range(calls):
         if between is not None and call == 1:
