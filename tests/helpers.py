@@ -557,3 +557,19 @@ def eager_rests(fn, *args):
     frames = out.eager_frames  # a frame run eagerly at a break is listed there with the break's reason
     return [r.reason for r in out.break_reasons
             if "runs eagerly" in r.reason and not any(r.reason in f for f in frames)] + frames
+
+
+class _PrintHandler(logging.Handler):
+    """Prints each record to the current sys.stdout (which `check` captures)."""
+
+    def emit(self, record):
+        print(f"{record.levelname}:{record.name}:{record.getMessage()}")
+
+
+def printing_logger(name: str) -> logging.Logger:
+    """The logger `name` at DEBUG, printing its records to stdout (compared by `check`), not propagated."""
+    log = logging.getLogger(name)
+    log.addHandler(_PrintHandler())
+    log.propagate = False
+    log.setLevel(logging.DEBUG)
+    return log

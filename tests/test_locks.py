@@ -7,14 +7,13 @@ elsewhere fails as eagerly. Differential: outputs, grads, state; threads check e
 Module-level locks as context managers: a clean break and the block resumed compiled (also in
 an inlined helper, and with a second break inside the block), the lock released when the
 block raises; a logger whose handler prints (below) puts its records in the compared stdout."""
-import logging
 import threading
 
 import pytest
 import torch
 
 import bytegraph
-from helpers import check
+from helpers import check, printing_logger
 
 X = torch.randn(3, requires_grad=True)
 
@@ -151,17 +150,7 @@ def test_critical_section_that_touches_no_tensor_in_one_graph():
 # ------------------------------------------------------------------ module-level locks as context managers
 
 
-class _PrintHandler(logging.Handler):
-    """Prints each record to the current sys.stdout (which `check` captures)."""
-
-    def emit(self, record):
-        print(f"{record.levelname}:{record.name}:{record.getMessage()}")
-
-
-LOG = logging.getLogger("tests.locks")
-LOG.addHandler(_PrintHandler())
-LOG.propagate = False
-LOG.setLevel(logging.DEBUG)
+LOG = printing_logger("tests.locks")
 
 
 def T(*shape):

@@ -13,20 +13,10 @@ import pytest
 import torch
 
 import bytegraph
-from helpers import check, compile_counted
+from helpers import check, compile_counted, printing_logger
 
 
-class _PrintHandler(logging.Handler):
-    """Prints each record to the current sys.stdout (which `check` captures)."""
-
-    def emit(self, record):
-        print(f"{record.levelname}:{record.name}:{record.getMessage()}")
-
-
-LOG = logging.getLogger("tests.logging")
-LOG.addHandler(_PrintHandler())
-LOG.propagate = False
-LOG.setLevel(logging.DEBUG)
+LOG = printing_logger("tests.logging")
 
 
 @pytest.fixture(autouse=True)
