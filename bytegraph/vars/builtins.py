@@ -22,7 +22,7 @@ from ..guards.sources import ObjectSource
 from ..hints import graph_break
 from . import builtin_methods
 from . import dunders, factory
-from .factory import provides
+from .factory import fold, provides
 from .registry import HANDLERS, handles
 from .base import CallableValueVariable, VariableTracker
 from .lazy_int import UNPINNED_OPS, unpinned_operator
@@ -648,7 +648,6 @@ def _real_object(tx, vt):
     return real
 
 
-fold = factory.fold
 
 
 @handles(*builtin_methods.type_level_folds())

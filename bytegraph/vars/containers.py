@@ -1024,8 +1024,6 @@ class SetVariable(VariableTracker):
 
 
 provides("tuple_of")(TupleVariable)
-provides("list_of")(ListVariable)
-provides("size_of")(SizeVariable)
 
 
 def _sequence_family(kind: type) -> type:

@@ -55,16 +55,6 @@ def tuple_of(items: list):
     return _MAKERS["tuple_of"](items)
 
 
-def list_of(items: list):
-    """A new list of the trackers `items` (vars/containers.py)."""
-    return _MAKERS["list_of"](items)
-
-
-def size_of(items: list):
-    """A `torch.Size` of the trackers `items` (vars/containers.py)."""
-    return _MAKERS["size_of"](items)
-
-
 def iterator_over(items: list):
     """A new iterator over the trackers `items` (vars/iterators.py)."""
     return _MAKERS["iterator_over"](items)
