@@ -75,9 +75,6 @@ class MappingProxyVariable(VariableTracker):
     def getitem_impl(self, tx, key) -> VariableTracker:
         return self.mapping.getitem_impl(tx, key)
 
-    def setitem_impl(self, tx, key, value) -> None:
-        self.call_method(tx, "__setitem__", [key, value], {})
-
     def hasattr_impl(self, tx, name: str) -> bool:
         return hasattr(types.MappingProxyType, name)
 
