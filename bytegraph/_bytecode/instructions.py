@@ -1,4 +1,4 @@
-"""Decoding of CPython 3.11 code objects into a flat list of `Inst`.
+"""Decoding of CPython code objects (3.11 to 3.13) into a flat list of `Inst`.
 
 Owns: the instruction type the translator walks, jump-target resolution to
 instruction indices, and a per-code-object cache (decoding is done once per code
@@ -11,8 +11,7 @@ import types
 from dataclasses import dataclass
 
 from .code_map import CodeMap
-
-_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
+from .versions import JUMPS, LINE_NUMBER_ON_EVERY_INSTRUCTION
 
 
 @dataclass(slots=True)
@@ -44,14 +43,16 @@ def instructions_of(code: types.CodeType) -> tuple[Inst, ...]:
     lineno = None
     index_of_offset = {}
     for d in dis.get_instructions(code):
-        if d.starts_line is not None:
+        if LINE_NUMBER_ON_EVERY_INSTRUCTION:
+            lineno = d.line_number
+        elif d.starts_line is not None:
             lineno = d.starts_line
         if d.opname == "EXTENDED_ARG":
             continue
         index_of_offset[d.offset] = len(decoded)
         decoded.append(Inst(d.opname, d.opcode, d.arg, d.argval, d.offset, lineno, d.positions))
     for i, d in enumerate(decoded):
-        if d.opcode in _JUMPS:
+        if d.opcode in JUMPS:
             d.target = _resolve(index_of_offset, d.argval)
     insts = tuple(decoded)
     _cache[code] = insts

@@ -17,6 +17,7 @@ from __future__ import annotations
 from bytecode import Instr, Label
 from bytecode.instr import CellVar, FreeVar
 
+from .._bytecode import sequences
 from ..guards.sources import LocalSource
 
 GRAPH_OUT = "__bg_graph_out"
@@ -92,7 +93,7 @@ class PyCodegen:
         self.load_const(self.tx.f_globals)
 
     def load_attr(self, name: str) -> None:
-        self._emit("LOAD_ATTR", name)
+        self.instructions.append(sequences.load_attr(name, lineno=self.lineno))
 
     def binary_subscr(self) -> None:
         self._emit("BINARY_SUBSCR")
@@ -104,11 +105,11 @@ class PyCodegen:
         self._emit("PUSH_NULL")
 
     def load_method(self, name: str) -> None:
-        self._emit("LOAD_METHOD", name)
+        self.instructions.append(sequences.load_method(name, lineno=self.lineno))
 
     def call_method0(self, name: str) -> None:
         """Call the zero-argument method `name` of the object on top of the stack."""
-        self._emit("LOAD_METHOD", name)
+        self.load_method(name)
         self.call(0)
 
     def load_generic_attr(self, push_base, attr: str) -> None:
@@ -125,8 +126,8 @@ class PyCodegen:
         self._emit("KW_NAMES", names)
 
     def call(self, nargs: int) -> None:
-        self._emit("PRECALL", nargs)
-        self._emit("CALL", nargs)
+        for inst in sequences.call(nargs, lineno=self.lineno):
+            self.instructions.append(inst)
 
     def return_value(self) -> None:
         self._emit("RETURN_VALUE")

@@ -87,6 +87,7 @@ import types
 
 from bytecode import Instr, Label, TryBegin, TryEnd
 
+from .._bytecode.versions import HAS_PRECALL
 from .._bytecode.analysis import cells_read_before_written, handlers, live_locals
 from .._bytecode.instructions import instructions_of
 from ..errors import GraphBreak
@@ -315,7 +316,8 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
         if inst.opname == "CALL":
             if tx.snapshot_kw_names:
                 cg.instructions.append(Instr("KW_NAMES", tx.snapshot_kw_names, lineno=cg.lineno))
-            cg.instructions.append(Instr("PRECALL", inst.arg, lineno=cg.lineno))
+            if HAS_PRECALL:
+                cg.instructions.append(Instr("PRECALL", inst.arg, lineno=cg.lineno))
         instr = original_instr(code, index)
         cg.instructions.append(instr if root else Instr(instr.name, instr.arg, lineno=cg.lineno))
         for slot in reversed(range(keep, keep + pushes)):

@@ -24,6 +24,7 @@ import types
 from bytecode import Instr
 
 from .._bytecode.assemble import make_code
+from .._bytecode import sequences
 from .._bytecode.code_map import CodeMap
 from .._bytecode.instructions import instructions_of
 
@@ -69,10 +70,10 @@ def _build(waiting: tuple, last: types.FunctionType) -> types.FunctionType:
     inner = [_param(len(waiting), n) for n in code.co_varnames[:code.co_argcount]]
     params += inner
     body += [Instr("PUSH_NULL"), Instr("LOAD_CONST", last), *(Instr("LOAD_FAST", n) for n in inner),
-             Instr("PRECALL", len(inner)), Instr("CALL", len(inner))]
+             *sequences.call(len(inner))]
     for (resume, _), names in zip(reversed(waiting), reversed(after)):
         nargs = resume.__code__.co_argcount
-        body += [*(Instr("LOAD_FAST", n) for n in names), Instr("PRECALL", nargs), Instr("CALL", nargs)]
+        body += [*(Instr("LOAD_FAST", n) for n in names), *sequences.call(nargs)]
     body.append(Instr("RETURN_VALUE"))
     name = f"__bg_continue_{last.__code__.co_name.removeprefix('__bg_resume_')}"
     like = types.SimpleNamespace(

@@ -39,6 +39,8 @@ from .ops_operators import OperatorOps
 from .ops_stack import StackOps
 from . import speculation
 from .unsupported import UNSUPPORTED_OPCODES
+from .version_ops import VERSION_HANDLERS
+from .._bytecode.versions import FIRST_PSEUDO_OPCODE
 
 
 class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps, ExceptionOps,
@@ -332,12 +334,16 @@ def _builtins_of(f_globals: dict) -> dict:
 
 
 def _build_dispatch():
-    table = [None] * 256
+    """The handler of each opcode of the running interpreter: the version's own (its
+    `ops_py3NN` module, `VERSION_HANDLERS`) over the 3.11 families' methods; an opcode with
+    neither breaks with its reason from `UNSUPPORTED_OPCODES`."""
+    table = [None] * FIRST_PSEUDO_OPCODE
     for name, opcode in dis.opmap.items():
-        handler = getattr(Translator, name, None)
+        if opcode >= FIRST_PSEUDO_OPCODE:
+            continue
+        handler = VERSION_HANDLERS.get(name) or getattr(Translator, name, None)
         if handler is None:
-            reason = UNSUPPORTED_OPCODES[name]
-            handler = _unsupported_handler(name, reason)
+            handler = _unsupported_handler(name, UNSUPPORTED_OPCODES[name])
         table[opcode] = handler
     return table
 
@@ -349,5 +355,6 @@ def _unsupported_handler(name: str, reason: str):
     return handler
 
 
-HANDLED_OPCODES = frozenset(name for name in dis.opmap if hasattr(Translator, name))
+HANDLED_OPCODES = frozenset(name for name, opcode in dis.opmap.items() if opcode < FIRST_PSEUDO_OPCODE
+                             and (name in VERSION_HANDLERS or hasattr(Translator, name)))
 DISPATCH = _build_dispatch()

@@ -1,14 +1,17 @@
-"""`UNSUPPORTED_OPCODES`: every 3.11 opcode the translator does not handle, with why.
+"""`UNSUPPORTED_OPCODES`: every opcode of the running interpreter that the translator does not
+handle, with why (the table lists those of 3.11 to 3.13; only the running version's are kept).
 
 A test checks that handled opcodes and this table together cover `dis.opmap`.
 """
 from __future__ import annotations
 
+import dis
+
 _EXCEPTION_GROUPS = "`except*` (exception groups) is not traced"
 _GENERATOR = "`await` and async iteration are not traced; such frames run eagerly"
 _MODULE_LEVEL = "only appears in module or class bodies, which are not compiled"
 
-UNSUPPORTED_OPCODES = {
+_ALL_VERSIONS = {
     "CHECK_EG_MATCH": _EXCEPTION_GROUPS,
     "PREP_RERAISE_STAR": _EXCEPTION_GROUPS,
     "ASYNC_GEN_WRAP": _GENERATOR,
@@ -30,3 +33,25 @@ UNSUPPORTED_OPCODES = {
     "MATCH_KEYS": "structural pattern matching is not captured",
     "GET_LEN": "structural pattern matching is not captured",
 }
+
+# Opcodes of CPython 3.12 and 3.13 (docs/python-versions.md) not traced yet.
+_INSTRUMENTED = "instrumented code (sys.monitoring, a debugger or profiler) is not traced"
+_NOT_YET = "not traced on this Python version yet (issue 38)"
+_ALL_VERSIONS.update({
+    **{name: _INSTRUMENTED for name in (
+        "INSTRUMENTED_CALL", "INSTRUMENTED_CALL_FUNCTION_EX", "INSTRUMENTED_CALL_KW", "INSTRUMENTED_END_FOR",
+        "INSTRUMENTED_END_SEND", "INSTRUMENTED_FOR_ITER", "INSTRUMENTED_INSTRUCTION", "INSTRUMENTED_JUMP_BACKWARD",
+        "INSTRUMENTED_JUMP_FORWARD", "INSTRUMENTED_LINE", "INSTRUMENTED_LOAD_SUPER_ATTR",
+        "INSTRUMENTED_POP_JUMP_IF_FALSE", "INSTRUMENTED_POP_JUMP_IF_NONE", "INSTRUMENTED_POP_JUMP_IF_NOT_NONE",
+        "INSTRUMENTED_POP_JUMP_IF_TRUE", "INSTRUMENTED_RESUME", "INSTRUMENTED_RETURN_CONST",
+        "INSTRUMENTED_RETURN_VALUE", "INSTRUMENTED_YIELD_VALUE", "ENTER_EXECUTOR")},
+    "INTERPRETER_EXIT": "only ends the interpreter's own entry frames",
+    "RESERVED": "never emitted",
+    **{name: _NOT_YET for name in (
+        "LOAD_SUPER_ATTR", "CALL_INTRINSIC_2", "CLEANUP_THROW", "END_SEND", "LOAD_FROM_DICT_OR_DEREF",
+        "LOAD_FROM_DICT_OR_GLOBALS", "LOAD_LOCALS", "CALL_KW", "TO_BOOL", "CONVERT_VALUE", "FORMAT_SIMPLE",
+        "FORMAT_WITH_SPEC", "LOAD_FAST_LOAD_FAST", "STORE_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST",
+        "SET_FUNCTION_ATTRIBUTE", "EXIT_INIT_CHECK")},
+})
+
+UNSUPPORTED_OPCODES = {name: why for name, why in _ALL_VERSIONS.items() if name in dis.opmap}

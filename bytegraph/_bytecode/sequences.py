@@ -1,0 +1,29 @@
+"""The instruction sequences bytegraph emits that differ between CPython versions, as
+`bytecode.Instr` lists (docs/python-versions.md): a call, an attribute or method load. The
+residual-code emitter (`graph/codegen.PyCodegen`), resume functions and continuations build
+calls and loads only through these, so a version's conventions live here alone.
+"""
+from __future__ import annotations
+
+from bytecode import Instr
+
+from .versions import HAS_PRECALL, PY
+
+
+def call(nargs: int, **location) -> list:
+    """Call the callable below `nargs` arguments (3.11: `PRECALL n; CALL n`)."""
+    if HAS_PRECALL:
+        return [Instr("PRECALL", nargs, **location), Instr("CALL", nargs, **location)]
+    return [Instr("CALL", nargs, **location)]
+
+
+def load_attr(name: str, **location) -> Instr:
+    """`obj.name` (3.12 takes the method flag in LOAD_ATTR's argument)."""
+    return Instr("LOAD_ATTR", name if PY < (3, 12) else (False, name), **location)
+
+
+def load_method(name: str, **location) -> Instr:
+    """`obj.name` loaded for a call: `meth, self` or `NULL, attribute` (3.11's LOAD_METHOD)."""
+    if PY < (3, 12):
+        return Instr("LOAD_METHOD", name, **location)
+    return Instr("LOAD_ATTR", (True, name), **location)

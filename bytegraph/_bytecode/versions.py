@@ -1,0 +1,33 @@
+"""The CPython versions bytegraph reads, and the facts about their bytecode that the rest of
+the package asks instead of testing `sys.version_info` itself (docs/python-versions.md).
+
+One fact per difference that more than one module needs: how a call lays out its callable
+on the stack, which opcodes jump, how a conditional jump reads its operand. The handlers a
+version adds or changes are in `translate/ops_py312.py` / `ops_py313.py`, stacked over the
+3.11 families by `translate.translator._build_dispatch`.
+"""
+from __future__ import annotations
+
+import dis
+import sys
+
+SUPPORTED = ((3, 11), (3, 12), (3, 13))
+PY = sys.version_info[:2]
+
+#: 3.11 and 3.12 push `NULL, callable` (or `method, self`) below a call's arguments; 3.13
+#: pushes `callable, NULL` (or `method, self`): `LOAD_GLOBAL (range + NULL)`.
+NULL_BEFORE_CALLABLE = PY < (3, 13)
+
+#: 3.11 calls are `PRECALL n; CALL n`; from 3.12 `CALL n` alone.
+HAS_PRECALL = PY < (3, 12)
+
+#: the opcodes whose argument is a jump target (3.13 lists them in `dis.hasjump`)
+JUMPS = frozenset(getattr(dis, "hasjump", ())) | frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
+
+#: 3.13's `dis.Instruction.line_number` is the line of every instruction; before it,
+#: `starts_line` names the line only where one starts
+LINE_NUMBER_ON_EVERY_INSTRUCTION = PY >= (3, 13)
+
+#: opcodes numbered 256 and up are pseudo-instructions of the compiler (`SETUP_FINALLY`,
+#: `JUMP`, ...): `dis.opmap` lists them from 3.12 on, code objects never hold them
+FIRST_PSEUDO_OPCODE = 256

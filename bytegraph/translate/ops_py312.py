@@ -1,0 +1,110 @@
+"""Opcode handlers CPython 3.12 adds or changes, over the 3.11 families (docs/python-versions.md).
+
+`HANDLERS` maps an opcode name to a function `(tx, inst)`; `translate/version_ops.py` stacks
+it over the 3.11 handlers when the running interpreter is 3.12 or newer.
+"""
+from __future__ import annotations
+
+import dis
+import operator
+
+from ..vars.containers import TupleVariable
+from ..vars.constant import ConstantVariable
+from .ops_stack import NULL
+
+
+def LOAD_ATTR(tx, inst):
+    """`obj.name`; with the low oparg bit, a method load for a call (3.11's LOAD_METHOD):
+    NULL below the bound attribute."""
+    obj = tx.stack.pop()
+    if inst.arg & 1:
+        tx.stack.append(NULL)
+    tx.stack.append(obj.var_getattr(tx, inst.argval))
+
+
+def RETURN_CONST(tx, inst):
+    tx.return_value = ConstantVariable(inst.argval)
+
+
+def FOR_ITER(tx, inst):
+    """As 3.11's, but the exhausted loop skips the END_FOR at its target (CPython pops the
+    iterator itself and jumps past it)."""
+    item = tx.stack[-1].next_item(tx)
+    if item is None:
+        tx.stack.pop()
+        tx.ip = inst.target + 1
+    else:
+        tx.stack.append(item)
+
+
+def POP_JUMP_IF_TRUE(tx, inst):
+    tx.POP_JUMP_FORWARD_IF_TRUE(inst)
+
+
+def POP_JUMP_IF_FALSE(tx, inst):
+    tx.POP_JUMP_FORWARD_IF_FALSE(inst)
+
+
+def POP_JUMP_IF_NONE(tx, inst):
+    tx.POP_JUMP_FORWARD_IF_NONE(inst)
+
+
+def POP_JUMP_IF_NOT_NONE(tx, inst):
+    tx.POP_JUMP_FORWARD_IF_NOT_NONE(inst)
+
+
+def END_FOR(tx, inst):
+    del tx.stack[-2:]
+
+
+def BINARY_SLICE(tx, inst):
+    stop = tx.stack.pop()
+    start = tx.stack.pop()
+    container = tx.stack.pop()
+    tx.stack.append(tx.call_builtin(operator.getitem, [container, _slice(tx, start, stop)]))
+
+
+def STORE_SLICE(tx, inst):
+    stop = tx.stack.pop()
+    start = tx.stack.pop()
+    container = tx.stack.pop()
+    value = tx.stack.pop()
+    tx.call_builtin(operator.setitem, [container, _slice(tx, start, stop), value])
+
+
+def _slice(tx, start, stop):
+    return tx.call_builtin(slice, [start, stop])
+
+
+def LOAD_FAST_CHECK(tx, inst):
+    tx.LOAD_FAST(inst)
+
+
+def LOAD_FAST_AND_CLEAR(tx, inst):
+    """An inlined comprehension saves its loop variable: push it (NULL if unbound), unbind it."""
+    tx.stack.append(tx.locals.pop(inst.argval, NULL))
+
+
+def STORE_FAST_MAYBE_NULL(tx, inst):
+    value = tx.stack.pop()
+    if value is NULL:
+        tx.locals.pop(inst.argval, None)
+    else:
+        tx.locals[inst.argval] = value
+
+
+_INTRINSIC_1_NAMES = getattr(dis, "_intrinsic_1_descs", ())
+_INTRINSIC_UNARY_POSITIVE, _INTRINSIC_LIST_TO_TUPLE = 5, 6  # their indices in _INTRINSIC_1_NAMES
+
+
+def CALL_INTRINSIC_1(tx, inst):
+    if inst.arg == _INTRINSIC_UNARY_POSITIVE:
+        tx.stack.append(tx.call_builtin(operator.pos, [tx.stack.pop()]))
+    elif inst.arg == _INTRINSIC_LIST_TO_TUPLE:
+        tx.stack.append(TupleVariable(tx.stack.pop().items))
+    else:
+        tx.unsupported(f"CALL_INTRINSIC_1 {_INTRINSIC_1_NAMES[inst.arg]} is not traced",
+                       category="unsupported bytecode")
+
+
+HANDLERS = {name: fn for name, fn in globals().items() if name.isupper() and callable(fn)}
