@@ -31,3 +31,9 @@ LINE_NUMBER_ON_EVERY_INSTRUCTION = PY >= (3, 13)
 #: opcodes numbered 256 and up are pseudo-instructions of the compiler (`SETUP_FINALLY`,
 #: `JUMP`, ...): `dis.opmap` lists them from 3.12 on, code objects never hold them
 FIRST_PSEUDO_OPCODE = 256
+
+#: the conditional jumps on a value's truth, and the forward jump that residual code emits for
+#: each when it runs one eagerly at a graph break (3.12 has no backward conditional jumps)
+TRUTH_JUMPS = ({"POP_JUMP_IF_TRUE": "POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE": "POP_JUMP_IF_FALSE"} if PY >= (3, 12) else {
+    "POP_JUMP_FORWARD_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE",
+    "POP_JUMP_FORWARD_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE"})

@@ -87,7 +87,7 @@ import types
 
 from bytecode import Instr, Label, TryBegin, TryEnd
 
-from .._bytecode.versions import HAS_PRECALL
+from .._bytecode.versions import HAS_PRECALL, TRUTH_JUMPS
 from .._bytecode.analysis import cells_read_before_written, handlers, live_locals
 from .._bytecode.instructions import instructions_of
 from ..errors import GraphBreak
@@ -104,12 +104,7 @@ _EFFECTS = {
     "STORE_SUBSCR": (3, 0), "DELETE_SUBSCR": (2, 0), "STORE_GLOBAL": (1, 0), "DELETE_ATTR": (1, 0),
     "BEFORE_WITH": (1, 2),
 }
-_CONDITIONAL_JUMPS = {
-    "POP_JUMP_FORWARD_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE",
-    "POP_JUMP_BACKWARD_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE",
-    "POP_JUMP_FORWARD_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE",
-    "POP_JUMP_BACKWARD_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE",
-}
+_CONDITIONAL_JUMPS = TRUTH_JUMPS
 _NOT_RESUMED_FLAGS = 0x20 | 0x80 | 0x100 | 0x200  # generators and coroutines
 _READ_LOCALS = frozenset({"locals", "vars", "eval", "exec", "super"})
 _CELL_BREAKING = frozenset({"DELETE_DEREF", "LOAD_CLASSDEREF"})

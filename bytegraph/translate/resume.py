@@ -37,6 +37,7 @@ from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
 from bytecode.instr import CellVar, FreeVar
 
 from .._bytecode.assemble import make_code, strip_prologue
+from .._bytecode import sequences
 from .._bytecode.code_map import CodeMap
 from .._bytecode.instructions import instructions_of
 
@@ -150,7 +151,8 @@ def make_resume_function(fn: types.FunctionType, code: types.CodeType, index: in
 
 
 # How Note [Resumed cells] spells each instruction on a cell variable `c`, after `LOAD_FAST c`.
-_CELL_ACCESS = {"LOAD_DEREF": "LOAD_ATTR", "STORE_DEREF": "STORE_ATTR", "LOAD_CLOSURE": None}
+_CELL_ACCESS = {"LOAD_DEREF": sequences.load_attr, "STORE_DEREF": lambda name, **location: Instr(
+    "STORE_ATTR", name, **location), "LOAD_CLOSURE": None}
 
 
 def _cells_as_locals(body: list) -> tuple[list, list[int]]:
@@ -170,7 +172,7 @@ def _cells_as_locals(body: list) -> tuple[list, list[int]]:
         out.append(Instr("LOAD_FAST", item.arg.name, location=item.location))
         access = _CELL_ACCESS[item.name]
         if access is not None:
-            out.append(Instr(access, "cell_contents", location=item.location))
+            out.append(access("cell_contents", location=item.location))
         sizes.append(1 + (access is not None))
     return out, sizes
 
