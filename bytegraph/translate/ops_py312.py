@@ -22,6 +22,17 @@ def LOAD_ATTR(tx, inst):
     tx.stack.append(obj.var_getattr(tx, inst.argval))
 
 
+def LOAD_SUPER_ATTR(tx, inst):
+    """`super().name` / `super(cls, obj).name` (PEP 709 era): the global `super`, the class and
+    the object are on the stack; the low bit asks for a method load for a call."""
+    obj = tx.stack.pop()
+    cls = tx.stack.pop()
+    proxy = tx.stack.pop().call_function(tx, [cls, obj], {})
+    if inst.arg & 1:
+        tx.stack.append(NULL)
+    tx.stack.append(proxy.var_getattr(tx, inst.argval))
+
+
 def RETURN_CONST(tx, inst):
     tx.return_value = ConstantVariable(inst.argval)
 
