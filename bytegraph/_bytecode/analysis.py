@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from bytegraph._bytecode.code_map import CodeMap
 from bytegraph._bytecode.instructions import Inst, instructions_of
+from bytegraph._bytecode.versions import INTRINSIC_STOPITERATION_ERROR
 
 UNCONDITIONAL_JUMPS = frozenset({"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"})
 TERMINATORS = frozenset({"RETURN_VALUE", "RAISE_VARARGS", "RERAISE"}) | UNCONDITIONAL_JUMPS
@@ -93,6 +94,22 @@ def handlers(code: types.CodeType) -> tuple[Handler | None, ...]:
     result = tuple(covering)
     _handlers_cache[code] = result
     return result
+
+
+def block_handler(code: types.CodeType, index: int) -> Handler | None:
+    """The innermost handler of a `try`/`with` block covering instruction `index`, or None:
+    from 3.12, the handler CPython wraps a generator's whole body in (it turns a StopIteration
+    escaping the body into RuntimeError, PEP 479) belongs to no block of the user's."""
+    handler = handlers(code)[index]
+    if handler is not None and is_generator_guard(code, handler):
+        return None
+    return handler
+
+
+def is_generator_guard(code: types.CodeType, handler: Handler) -> bool:
+    """Whether `handler` is the PEP 479 guard of a 3.12+ generator's body."""
+    first = instructions_of(code)[handler.target]
+    return first.opname == "CALL_INTRINSIC_1" and first.arg == INTRINSIC_STOPITERATION_ERROR
 
 
 def _index_at_or_after(index_of_offset: dict[int, int], offset: int) -> int:

@@ -39,7 +39,7 @@ resuming (`breaks.cells_reason`).
 """
 from __future__ import annotations
 
-from .._bytecode.analysis import handlers
+from .._bytecode.analysis import block_handler
 from ..errors import TracedRaise
 from ..vars.base import MethodOfVariable
 from ..vars.constant import ConstantVariable
@@ -145,7 +145,7 @@ class GeneratorVariable(IteratorVariable):
         if self.state != _SUSPENDED:
             return False
         child = self.child
-        if handlers(child.code)[child.ip - 1] is not None:
+        if block_handler(child.code, child.ip - 1) is not None:
             return True
         sub = self.delegate()
         return sub is not None and getattr(sub, "is_open", _closed)()

@@ -10,6 +10,7 @@ import operator
 
 from ..vars.containers import TupleVariable
 from ..vars.constant import ConstantVariable
+from .._bytecode.versions import INTRINSIC_STOPITERATION_ERROR
 from .ops_stack import NULL
 
 
@@ -113,6 +114,10 @@ def CALL_INTRINSIC_1(tx, inst):
         tx.stack.append(tx.call_builtin(operator.pos, [tx.stack.pop()]))
     elif inst.arg == _INTRINSIC_LIST_TO_TUPLE:
         tx.stack.append(TupleVariable(tx.stack.pop().items))
+    elif inst.arg == INTRINSIC_STOPITERATION_ERROR:  # PEP 479: the exception leaving a generator
+        if issubclass(tx.stack[-1].python_type(), StopIteration):
+            tx.unsupported("a StopIteration leaving a generator (PEP 479 makes it a RuntimeError)",
+                           category="unsupported bytecode")
     else:
         tx.unsupported(f"CALL_INTRINSIC_1 {_INTRINSIC_1_NAMES[inst.arg]} is not traced",
                        category="unsupported bytecode")
