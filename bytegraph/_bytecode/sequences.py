@@ -27,3 +27,11 @@ def load_method(name: str, **location) -> Instr:
     if PY < (3, 12):
         return Instr("LOAD_METHOD", name, **location)
     return Instr("LOAD_ATTR", (True, name), **location)
+
+
+def yield_value(**location) -> Instr:
+    """A yield at the top of a generator's body, outside any block (3.12's argument is the
+    exception-stack depth, 1 inside the body's PEP 479 guard; 3.13's says "not in a yield from")."""
+    if PY < (3, 12):
+        return Instr("YIELD_VALUE", **location)
+    return Instr("YIELD_VALUE", 1 if PY == (3, 12) else 0, **location)

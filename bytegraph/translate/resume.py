@@ -187,7 +187,7 @@ def _build_resume_function(fn, code, index, null_slots, live, primed) -> types.F
     for slot, is_null in enumerate(null_slots):
         prologue.append(Instr("PUSH_NULL") if is_null else Instr("LOAD_FAST", stack_arg_name(slot)))
     if primed:
-        prologue += [Instr("LOAD_CONST", None), Instr("YIELD_VALUE")]
+        prologue += [Instr("LOAD_CONST", None), sequences.yield_value()]
     prologue += jump_into(body, label)
     name = resume_name(code, index)
     like = types.SimpleNamespace(
