@@ -43,3 +43,7 @@ TRUTH_JUMPS = _TRUTH_JUMPS_312 if PY >= (3, 12) else _TRUTH_JUMPS_311
 #: CALL_INTRINSIC_1's argument for the PEP 479 guard of a generator's body (3.12+: dis shows
 #: `INTRINSIC_STOPITERATION_ERROR`)
 INTRINSIC_STOPITERATION_ERROR = 3
+
+#: SEND at the end of a `yield from`: 3.11 pops the receiver with the sent value, 3.12 leaves it
+#: for the END_SEND at the jump target
+SEND_POPS_RECEIVER = PY < (3, 12)

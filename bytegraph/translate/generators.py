@@ -40,6 +40,7 @@ resuming (`breaks.cells_reason`).
 from __future__ import annotations
 
 from .._bytecode.analysis import block_handler
+from .._bytecode.versions import SEND_POPS_RECEIVER
 from ..errors import TracedRaise
 from ..vars.base import MethodOfVariable
 from ..vars.constant import ConstantVariable
@@ -365,7 +366,8 @@ class GeneratorOps:
         else:
             self.raise_user_error(AttributeError(f"'{receiver.python_type().__name__}' object has no attribute 'send'"))
         if item is None:
-            self.stack.pop()
+            if SEND_POPS_RECEIVER:  # from 3.12 the END_SEND at the target pops it
+                self.stack.pop()
             self.stack.append(returned if returned is not None else ConstantVariable(None))
             self.ip = inst.target
         else:

@@ -69,6 +69,11 @@ def END_FOR(tx, inst):
     del tx.stack[-2:]
 
 
+def END_SEND(tx, inst):
+    """The end of a `yield from`: drop the receiver below its return value."""
+    del tx.stack[-2]
+
+
 def BINARY_SLICE(tx, inst):
     stop = tx.stack.pop()
     start = tx.stack.pop()
