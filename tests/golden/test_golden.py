@@ -3,11 +3,17 @@
 
 `BYTEGRAPH_REGOLD=1` rewrites the expected files instead of comparing (read the diff
 before committing it); without it a missing file fails.
+
+Per Python version: the residual and resume bytecode (`-- residual bytecode`, `-- generated
+code of ...`) is the interpreter's own, so a version whose text differs has its own file,
+`expected/3.12/<case>.txt`; everything else (graphs, guards, break reasons) must be the text of
+the 3.11 file on every version (`test_graphs_and_guards_are_the_same_text_on_every_version`).
 """
 from __future__ import annotations
 
 import difflib
 import os
+import sys
 
 import pytest
 
@@ -17,10 +23,49 @@ from .harness import CASES, render
 
 EXPECTED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "expected")
 REGOLD = os.environ.get("BYTEGRAPH_REGOLD", "") not in ("", "0")
+BASE_VERSION = (3, 11)
+VERSION = sys.version_info[:2]
+VERSION_DIR = os.path.join(EXPECTED, f"{VERSION[0]}.{VERSION[1]}")
+_BYTECODE_SECTIONS = ("-- residual bytecode", "-- generated code of ")
+
+
+def base_path(case_id: str) -> str:
+    return os.path.join(EXPECTED, f"{case_id}.txt")
 
 
 def expected_path(case_id: str) -> str:
-    return os.path.join(EXPECTED, f"{case_id}.txt")
+    """This version's file if it has one, else the 3.11 file."""
+    own = os.path.join(VERSION_DIR, f"{case_id}.txt")
+    return own if VERSION != BASE_VERSION and os.path.exists(own) else base_path(case_id)
+
+
+def without_bytecode(text: str) -> str:
+    """`text` without its bytecode sections (the version-specific part)."""
+    kept, skipping = [], False
+    for line in text.splitlines(True):
+        if line.startswith(("-- ", "== ")):
+            skipping = line.startswith(_BYTECODE_SECTIONS)
+        if not skipping:
+            kept.append(line)
+    return "".join(kept)
+
+
+def _regold(case_id: str, actual: str) -> None:
+    """Write the 3.11 file on 3.11; elsewhere this version's file, only where it differs."""
+    if VERSION == BASE_VERSION:
+        with open(base_path(case_id), "w") as f:
+            f.write(actual)
+        return
+    own = os.path.join(VERSION_DIR, f"{case_id}.txt")
+    with open(base_path(case_id)) as f:
+        same = f.read() == actual
+    if same:
+        if os.path.exists(own):
+            os.remove(own)
+        return
+    os.makedirs(VERSION_DIR, exist_ok=True)
+    with open(own, "w") as f:
+        f.write(actual)
 
 
 def _param(case_id: str):
@@ -37,8 +82,7 @@ def test_golden(case_id):
     actual = render(CASES[case_id])
     path = expected_path(case_id)
     if REGOLD:
-        with open(path, "w") as f:
-            f.write(actual)
+        _regold(case_id, actual)
         return
     if not os.path.exists(path):
         pytest.fail(f"no golden file {os.path.relpath(path)}; run with BYTEGRAPH_REGOLD=1 to create it",
@@ -47,9 +91,23 @@ def test_golden(case_id):
         expected = f.read()
     if actual != expected:
         diff = "".join(difflib.unified_diff(expected.splitlines(True), actual.splitlines(True),
-                                            f"expected/{case_id}.txt", "actual"))
+                                            os.path.relpath(path, EXPECTED), "actual"))
         pytest.fail(f"golden text of {case_id} changed (BYTEGRAPH_REGOLD=1 to accept):\n{diff}",
                     pytrace=False)
+
+
+def test_graphs_and_guards_are_the_same_text_on_every_version():
+    """Only the bytecode may differ between versions: the rest of each of this version's own
+    files is its 3.11 file's text."""
+    if VERSION == BASE_VERSION:
+        pytest.skip("3.11's files are the base the other versions are compared with")
+    own = sorted(os.listdir(VERSION_DIR)) if os.path.isdir(VERSION_DIR) else []
+    differ = []
+    for name in own:
+        with open(os.path.join(VERSION_DIR, name)) as f, open(os.path.join(EXPECTED, name)) as g:
+            if without_bytecode(f.read()) != without_bytecode(g.read()):
+                differ.append(name)
+    assert not differ, f"graphs, guards or break reasons differ from 3.11's in {differ}"
 
 
 def test_no_stale_golden_files():
