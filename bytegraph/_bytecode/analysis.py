@@ -23,7 +23,7 @@ from bytegraph._bytecode.instructions import Inst, instructions_of
 from bytegraph._bytecode.versions import INTRINSIC_STOPITERATION_ERROR
 
 UNCONDITIONAL_JUMPS = frozenset({"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"})
-TERMINATORS = frozenset({"RETURN_VALUE", "RAISE_VARARGS", "RERAISE"}) | UNCONDITIONAL_JUMPS
+TERMINATORS = frozenset({"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}) | UNCONDITIONAL_JUMPS
 UNREACHABLE = -1
 
 # Note [Implicit reads of locals]
@@ -174,7 +174,11 @@ def _compute_depths(code: types.CodeType) -> list[int]:
 # cell object itself (not only its contents) must survive. DELETE_FAST counts as
 # a read: it raises if the local is unbound, so whether it is bound matters.
 
-_FAST_READS = frozenset({"LOAD_FAST", "DELETE_FAST"})
+# 3.12's LOAD_FAST_CHECK reads a local that may be unbound, and LOAD_FAST_AND_CLEAR saves an
+# inlined comprehension's shadowed local to restore it after (a read); STORE_FAST_MAYBE_NULL
+# restores it (a write).
+_FAST_READS = frozenset({"LOAD_FAST", "DELETE_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR"})
+_FAST_WRITES = frozenset({"STORE_FAST", "STORE_FAST_MAYBE_NULL"})
 _CELL_REFS = frozenset({"LOAD_DEREF", "STORE_DEREF", "DELETE_DEREF", "LOAD_CLOSURE", "LOAD_CLASSDEREF"})
 
 
@@ -266,7 +270,7 @@ def _gen_kill(inst: Inst, bit: dict[str, int]) -> tuple[int, int]:
     """Bits of locals `inst` reads and writes (see Note [Liveness of cells])."""
     if inst.opname in _FAST_READS or inst.opname in _CELL_REFS:
         return bit.get(inst.argval, 0), 0
-    if inst.opname == "STORE_FAST":
+    if inst.opname in _FAST_WRITES:
         return 0, bit.get(inst.argval, 0)
     return 0, 0
 

@@ -298,7 +298,13 @@ _PURE_CONSTRUCTOR_OPS = frozenset({
     "POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_TRUE",
     "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE", "JUMP_IF_FALSE_OR_POP",
     "JUMP_IF_TRUE_OR_POP",
+    # 3.12 and 3.13 spellings of the same operations
+    "RETURN_CONST", "LOAD_FAST_CHECK", "LOAD_SUPER_ATTR", "END_FOR", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE",
+    "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE", "LOAD_FAST_LOAD_FAST", "STORE_FAST_LOAD_FAST",
+    "STORE_FAST_STORE_FAST", "CALL_KW", "TO_BOOL", "CONVERT_VALUE", "FORMAT_SIMPLE", "FORMAT_WITH_SPEC",
 })
+# 3.12 reads `super()`'s class cell with LOAD_DEREF; the only free variable allowed is `__class__`
+_CLASS_CELL = "__class__"
 _CONSTRUCTORS = ("__init__", "__new__")
 _NOT_ATTRIBUTES = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", *_CONSTRUCTORS})
 
@@ -333,18 +339,38 @@ def _constructor_code_reason(fn: types.FunctionType, defined: set, writes_self: 
     insts = list(dis.get_instructions(code))
     for i, inst in enumerate(insts):
         op, name = inst.opname, inst.argval
+        if op == "LOAD_DEREF" and name == _CLASS_CELL:
+            continue
         if op not in _PURE_CONSTRUCTOR_OPS:
             return f"runs {op}"
         if op == "LOAD_GLOBAL" and (name != "super" or name in fn.__globals__):
             return f"reads the global {name}"
         if op in ("LOAD_ATTR", "LOAD_METHOD", "STORE_ATTR") and name in defined:
             return f"uses {name}, which its classes define"
-        if op == "STORE_ATTR" and not (writes_self and insts[i - 1].opname == "LOAD_FAST"
-                                       and insts[i - 1].argval == self_name):
+        if op == "STORE_ATTR" and not (writes_self and _last_local_loaded(insts[i - 1]) == self_name):
             return f"writes the attribute {name} of an object other than the new instance"
-        if op in ("STORE_FAST", "DELETE_FAST") and name == self_name:
+        if op.startswith(("STORE_FAST", "DELETE_FAST")) and self_name in _locals_written(inst):
             return f"rebinds {self_name}"
     return None
+
+
+def _last_local_loaded(inst) -> str | None:
+    """The local whose value `inst` leaves on top of the stack (3.13's superinstructions
+    load two, the second last), or None."""
+    if inst.opname in ("LOAD_FAST", "LOAD_FAST_CHECK"):
+        return inst.argval
+    if inst.opname in ("LOAD_FAST_LOAD_FAST", "STORE_FAST_LOAD_FAST"):
+        return inst.argval[1]
+    return None
+
+
+def _locals_written(inst) -> tuple:
+    """The locals a STORE_FAST/DELETE_FAST-family instruction binds or unbinds."""
+    if inst.opname == "STORE_FAST_STORE_FAST":
+        return inst.argval
+    if inst.opname == "STORE_FAST_LOAD_FAST":
+        return inst.argval[:1]
+    return (inst.argval,)
 
 
 def construct_exception(tx, cls: type, args: list, kwargs: dict) -> ExceptionVariable:
