@@ -31,7 +31,8 @@ UNREACHABLE = -1
 # the first argument of the frame, and `locals()`, `vars()`, `dir()`, `eval()`
 # and `exec()` may read all of them. For liveness, such a read happens at every
 # instruction from the LOAD_GLOBAL of the name up to and including the CALL that
-# consumes it (found by stack depth), so a graph break at that CALL keeps them.
+# consumes it (found by stack depth), so a graph break at that CALL keeps them. From 3.12
+# `super().name` is one LOAD_SUPER_ATTR over `super`, the class cell and the first argument.
 _READS_ALL_LOCALS = frozenset({"locals", "vars", "dir", "eval", "exec"})
 
 
@@ -295,4 +296,6 @@ def _add_implicit_reads(code: types.CodeType, bit: dict[str, int], gen_kill: lis
             call = insts[j]
             is_call = call.opname in ("CALL", "CALL_FUNCTION_EX")
             if is_call and depths[j] + stack_effect(call, False) == result_depth:
+                break
+            if call.opname == "LOAD_SUPER_ATTR" and depths[j] == result_depth + 2:  # 3.12: super, class, self
                 break

@@ -42,11 +42,14 @@ blocks now gets its stack size from `straight_line_stacksize` instead.
 """
 from __future__ import annotations
 
+import itertools
 import types
 from collections.abc import Sequence
 
-from bytecode import Bytecode, CompilerFlags, Instr, SetLineno
+from bytecode import Bytecode, CompilerFlags, Instr, SetLineno, TryBegin
 from bytecode.instr import CellVar, InstrLocation
+
+from .versions import GENERATOR_BODY_GUARD
 
 _GENERATOR_FLAGS = (
     CompilerFlags.GENERATOR | CompilerFlags.COROUTINE | CompilerFlags.ASYNC_GENERATOR
@@ -67,6 +70,10 @@ def make_code(
     if firstlineno is None:
         firstlineno = like.co_firstlineno
     bc = Bytecode(prologue(like, firstlineno))
+    if GENERATOR_BODY_GUARD and like.co_flags & _GENERATOR_FLAGS:
+        guards = [item for item in itertools.takewhile(lambda item: isinstance(item, TryBegin), body)]
+        bc[-1:-1] = guards  # the body's PEP 479 guard covers the RESUME, as CPython's does
+        body = body[len(guards):]
     bc.extend(body)
     bc.argcount = like.co_argcount
     bc.posonlyargcount = like.co_posonlyargcount
@@ -122,16 +129,18 @@ def prologue(like: types.CodeType, firstlineno: int) -> list[Instr]:
     if like.co_flags & _GENERATOR_FLAGS:
         gen_location = InstrLocation(firstlineno, firstlineno, None, None)
         insts.append(Instr("RETURN_GENERATOR", location=gen_location))
-        insts.append(Instr("POP_TOP", location=gen_location))
+        insts.append(Instr("POP_TOP", location=_NO_LOCATION if GENERATOR_BODY_GUARD else gen_location))
     insts.append(Instr("RESUME", 0, location=InstrLocation(firstlineno, firstlineno, 0, 0)))
     return insts
 
 
 def strip_prologue(instructions: Sequence) -> list:
-    """Drop everything up to and including the first `RESUME 0` (the inverse of `prologue`)."""
+    """Drop everything up to and including the first `RESUME 0` (the inverse of `prologue`),
+    keeping the start of a 3.12 generator body's guard (`make_code` puts it back before RESUME)."""
     for i, inst in enumerate(instructions):
         if isinstance(inst, Instr) and inst.name == "RESUME" and inst.arg == 0:
-            return list(instructions[i + 1 :])
+            guards = [item for item in instructions[:i] if isinstance(item, TryBegin)]
+            return guards + list(instructions[i + 1 :])
     raise ValueError("no RESUME 0 in instructions: not a 3.11 function body")
 
 

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 
 from bytegraph._bytecode.analysis import edges, handlers, stack_effect
 from bytegraph._bytecode.instructions import Inst, instructions_of
+from bytegraph._bytecode.versions import JUMPS, PY
 
 _EXTENDED_ARG = opcode.opmap["EXTENDED_ARG"]
 _CACHE = opcode.opmap["CACHE"]
@@ -32,7 +33,7 @@ _LOCAL_OPS = frozenset(opcode.haslocal)
 _FREE_OPS = frozenset(opcode.hasfree)
 _CONST_OPS = frozenset(opcode.hasconst)
 _NAME_OPS = frozenset(opcode.hasname)
-_JUMP_OPS = frozenset(opcode.hasjrel) | frozenset(opcode.hasjabs)
+_JUMP_OPS = JUMPS
 
 
 # Items an instruction reads from the stack where that is more than it pops net.
@@ -47,7 +48,13 @@ _FIXED_INPUTS = {
     "MATCH_SEQUENCE": 1, "MATCH_KEYS": 2, "COPY_DICT_WITHOUT_KEYS": 2,
     "JUMP_IF_TRUE_OR_POP": 1, "JUMP_IF_FALSE_OR_POP": 1, "ASYNC_GEN_WRAP": 1,
     "PREP_RERAISE_STAR": 2, "YIELD_VALUE": 1, "END_ASYNC_FOR": 2,
+    # 3.12
+    "BINARY_SLICE": 3, "LOAD_SUPER_ATTR": 3, "CALL_INTRINSIC_1": 1, "CALL_INTRINSIC_2": 2, "CLEANUP_THROW": 3,
+    "LOAD_FROM_DICT_OR_DEREF": 1, "LOAD_FROM_DICT_OR_GLOBALS": 1,
 }
+# Name-table operands that carry flags in their low bits (LOAD_GLOBAL's NULL bit; from 3.12
+# LOAD_ATTR's method bit and LOAD_SUPER_ATTR's two)
+_NAME_FLAG_BITS = {"LOAD_GLOBAL": 1, "LOAD_ATTR": 1 if PY >= (3, 12) else 0, "LOAD_SUPER_ATTR": 2}
 _ARG_INPUTS = {
     "BUILD_CONST_KEY_MAP": lambda arg: arg + 1,
     "CALL": lambda arg: arg + 2,
@@ -125,7 +132,7 @@ def _check_operands(code: types.CodeType) -> frozenset[int]:
         if op == _CACHE or name.startswith("<"):
             _fail(code, offset, f"invalid opcode {op} ({name})")
         boundaries.add(start)
-        index = arg >> 1 if name == "LOAD_GLOBAL" else arg
+        index = arg >> _NAME_FLAG_BITS.get(name, 0)
         if op in limits and index >= limits[op]:
             _fail(code, offset, f"{name} operand {index} out of range (limit {limits[op]})")
         if name == "LOAD_FAST":
@@ -133,8 +140,8 @@ def _check_operands(code: types.CodeType) -> frozenset[int]:
         elif name in ("STORE_FAST", "DELETE_FAST"):
             stored.add(arg)
         if op in _JUMP_OPS:
-            step = -2 * arg if op in _BACKWARD_JUMPS else 2 * arg
-            jumps.append((offset, name, offset + 2 + step))
+            step = -2 * arg if op in _BACKWARD_JUMPS else 2 * arg  # from after the inline caches
+            jumps.append((offset, name, offset + 2 + 2 * opcode._inline_cache_entries[op] + step))
     for offset, name, target in jumps:
         if target not in boundaries:
             _fail(code, offset, f"{name} targets offset {target}, not an instruction")

@@ -47,3 +47,8 @@ INTRINSIC_STOPITERATION_ERROR = 3
 #: SEND at the end of a `yield from`: 3.11 pops the receiver with the sent value, 3.12 leaves it
 #: for the END_SEND at the jump target
 SEND_POPS_RECEIVER = PY < (3, 12)
+
+#: from 3.12 a generator's body is wrapped in a PEP 479 handler (CALL_INTRINSIC_1
+#: STOPITERATION_ERROR) whose range starts at the first RESUME, before the body; and the
+#: POP_TOP after RETURN_GENERATOR has no location
+GENERATOR_BODY_GUARD = PY >= (3, 12)

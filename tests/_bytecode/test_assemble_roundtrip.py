@@ -33,13 +33,13 @@ import statistics
 import string
 import textwrap
 import threading
-import tokenize
 import types
 import urllib.parse
 
 import pytest
 from bytecode import Bytecode, CellVar, Instr, Label, TryBegin, TryEnd
 
+from bytegraph._bytecode import sequences
 from bytegraph._bytecode.analysis import handlers, stack_depths
 from bytegraph._bytecode.assemble import make_code, make_function, prologue, strip_prologue
 from bytegraph._bytecode.verify import verify
@@ -169,9 +169,9 @@ def _make_iterencode(f):
     return "".join(encode({"b": [1, 2.5, None, True], "a": {"c": "d"}}, 0))
 
 
-def _tokenize(f):
-    readline = io.StringIO("x = (1 +\n  2)  # c\nif x:\n    pass\n").readline
-    return [(t.type, t.string, t.start, t.end) for t in f(readline, None)]
+def _read_tokens(f):
+    lexer = shlex.shlex('a "b c" d # x\ne=1', posix=True)
+    return [f(lexer) for _ in range(6)]
 
 
 def _async_add(f):
@@ -311,7 +311,8 @@ CASES = [
     (difflib.unified_diff, lambda f: f(["a\n", "b\n"], ["a\n", "c\n"])),
     (difflib.get_close_matches, lambda f: f("appel", ["ape", "apple", "peach"])),
     (difflib.SequenceMatcher.get_opcodes, lambda f: f(difflib.SequenceMatcher(None, "abcd", "bcde"))),
-    (tokenize._tokenize, _tokenize),
+    (shlex.shlex.read_token, _read_tokens),
+    (difflib.Differ.compare, lambda f: f(difflib.Differ(), ["a\n", "b\n", "c\n"], ["a\n", "c\n", "d\n"])),
     (ipaddress.ip_address, lambda f: f("::1")),
     (ipaddress.ip_address, lambda f: f("nope")),
     (ipaddress.ip_network, lambda f: [str(h) for h in f("10.0.0.0/30").hosts()]),
@@ -474,7 +475,8 @@ def test_prologue_matches_cpython():
     codes = (inner.__code__, _f_closure.__code__, local_delegating_generator.__code__, async_add.__code__)
     for code in codes:
         body = list(Bytecode.from_code(code))
-        expected = body[: len(body) - len(strip_prologue(body))]
+        resume = next(i for i, inst in enumerate(body) if isinstance(inst, Instr) and inst.name == "RESUME")
+        expected = [inst for inst in body[: resume + 1] if isinstance(inst, Instr)]
         built = prologue(code, code.co_firstlineno)
         assert [(i.name, i.arg, i.location) for i in built] == [(i.name, i.arg, i.location) for i in expected]
 
@@ -528,14 +530,12 @@ def test_calls_kw_names_methods_and_closures():
         Instr("LOAD_DEREF", CellVar("x")),
         Instr("LOAD_CONST", 2),
         Instr("KW_NAMES", ("a", "b")),
-        Instr("PRECALL", 2),
-        Instr("CALL", 2),
-        Instr("LOAD_METHOD", "get"),
+        *sequences.call(2),
+        sequences.load_method("get"),
         Instr("LOAD_CONST", "a"),
-        Instr("PRECALL", 1),
-        Instr("CALL", 1),
+        *sequences.call(1),
         Instr("LOAD_GLOBAL", (False, "str")),
-        Instr("LOAD_ATTR", "upper"),
+        sequences.load_attr("upper"),
         Instr("BUILD_TUPLE", 2),
         Instr("RETURN_VALUE"),
     ]
