@@ -52,3 +52,6 @@ SEND_POPS_RECEIVER = PY < (3, 12)
 #: STOPITERATION_ERROR) whose range starts at the first RESUME, before the body; and the
 #: POP_TOP after RETURN_GENERATOR has no location
 GENERATOR_BODY_GUARD = PY >= (3, 12)
+
+#: from 3.12 LOAD_ATTR's low oparg bit asks for a method load (3.11's LOAD_METHOD)
+LOAD_ATTR_METHOD_BIT = PY >= (3, 12)

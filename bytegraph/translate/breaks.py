@@ -87,7 +87,7 @@ import types
 
 from bytecode import Instr, Label, TryBegin, TryEnd
 
-from .._bytecode.versions import HAS_PRECALL, TRUTH_JUMPS
+from .._bytecode.versions import HAS_PRECALL, LOAD_ATTR_METHOD_BIT, TRUTH_JUMPS
 from .._bytecode.analysis import cells_read_before_written, handlers, live_locals
 from .._bytecode.instructions import instructions_of
 from ..errors import GraphBreak
@@ -126,6 +126,8 @@ def _effect(inst) -> tuple[int, int] | None:
         return (2 if inst.arg & 0x04 else 1, 1)
     if name == "UNPACK_SEQUENCE":
         return (1, inst.arg)
+    if name == "LOAD_ATTR" and LOAD_ATTR_METHOD_BIT and inst.arg & 1:
+        return None  # a method load, as 3.11's LOAD_METHOD: it may push a NULL
     return _EFFECTS.get(name)
 
 

@@ -20,7 +20,6 @@ import functools
 import heapq
 import importlib
 import inspect
-import io
 import ipaddress
 import json
 import json.decoder
