@@ -956,3 +956,31 @@ def test_closure_over_unsupported_value_not_read_does_not_break():
 
     check(f, T(3), False, graphs=1, fullgraph=True)
 
+
+
+def _plain_function():
+    return 1
+
+
+def test_type_params_of_functions_read_and_written():
+    # PEP 695's `__type_params__` (3.12+, copied by functools.update_wrapper); on 3.11 the read
+    # of an outside function's raises AttributeError, eagerly and compiled alike
+    def f(x):
+        def inner():
+            return 2
+
+        inner.__type_params__ = ()
+        return x + len(inner.__type_params__) + len(_plain_function.__type_params__)
+
+    check(f, torch.randn(2))
+
+
+def test_type_params_set_to_a_non_tuple_raises_as_eager():
+    def f(x):
+        def inner():
+            return 2
+
+        inner.__type_params__ = [int]
+        return x + len(inner.__type_params__)
+
+    check(f, torch.randn(2))

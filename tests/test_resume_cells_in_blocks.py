@@ -11,6 +11,7 @@ import weakref
 import torch
 
 import bytegraph
+from bytegraph._bytecode.instructions import instructions_of
 from bytegraph.translate.resume import forget_resume_functions, is_resume_code, make_resume_function
 from helpers import check
 
@@ -133,9 +134,10 @@ def _resumable(x):
 
 def test_resume_code_registry_survives_rebuild_after_reset():
     code = _resumable.__code__
-    first = make_resume_function(_resumable, code, 10, (), ("y",))
+    at = next(i for i, inst in enumerate(instructions_of(code)) if inst.opname == "LOAD_FAST" and inst.argval == "y")
+    first = make_resume_function(_resumable, code, at, (), ("y",))
     forget_resume_functions()
-    second = make_resume_function(_resumable, code, 10, (), ("y",))
+    second = make_resume_function(_resumable, code, at, (), ("y",))
     assert first is not second and first.__code__ == second.__code__
     del first
     gc.collect()

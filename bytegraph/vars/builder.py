@@ -108,8 +108,17 @@ def _build_constant_or_sequence(tx, value, source, do_guard: bool) -> VariableTr
         _guard(tx, do_guard, GuardKind.CONSTANT_MATCH, source, value)
         return ConstantVariable(value, source)
     if type(value) is frozenset:
+        if all(is_constant_value(v) or _hashed_by_identity(v) for v in value):
+            # immutable: its identity pins its contents (`type(x) in _ATOMIC_TYPES`, 3.12's dataclasses)
+            _guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
+            return ConstantVariable(value, source)
         return build_user_object(tx, value, source, do_guard)
     return _build_sequence(tx, value, source, do_guard)
+
+
+def _hashed_by_identity(value) -> bool:
+    """A class whose metaclass keeps `type`'s hash and equality: by identity."""
+    return isinstance(value, type) and type(value).__hash__ is type.__hash__ and type(value).__eq__ is type.__eq__
 
 
 @register(torch.Size, exact=True)

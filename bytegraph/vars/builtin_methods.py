@@ -90,6 +90,7 @@ _MACHINERY = {
     "__delattr__": "attribute deletion: the tracker's delete_attr",
     "__reduce__": "pickling and copying: the result holds reconstructor callables",
     "__reduce_ex__": "pickling and copying: the result holds reconstructor callables",
+    "__buffer__": "the buffer protocol (3.12, PEP 688): a memoryview of the value's memory",
 }
 
 # Machinery of the mutable types only: what a copy of the value would answer differently.

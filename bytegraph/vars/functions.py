@@ -181,9 +181,12 @@ def _read_closure(tx, f, name):
     return TupleVariable(f.closure_cells(tx)) if f.fn.__closure__ else ConstantVariable(None)
 
 
+# a function's PEP 695 type parameters: a tuple from 3.12 (functools.update_wrapper copies them)
+_TYPE_PARAMS = ("__type_params__",) if hasattr(types.FunctionType, "__type_params__") else ()
+
 # the attributes of a function from outside read through its tracker (any other: the real one's, wrapped)
 _USER_FUNCTION_ATTRS = {
-    **dict.fromkeys(("__name__", "__qualname__", "__module__", "__doc__"),
+    **dict.fromkeys(("__name__", "__qualname__", "__module__", "__doc__", *_TYPE_PARAMS),
                     lambda tx, f, name: ConstantVariable(getattr(f.fn, name))),
     "__closure__": _read_closure,
     "__defaults__": lambda tx, f, name: tx.wrap(f.fn.__defaults__, DefaultsSource(f.source, False)),
@@ -333,12 +336,18 @@ _NESTED_FUNCTION_ATTRS = {
     "__closure__": lambda tx, fn, name: _or_none(fn.closure),
     "__annotations__": _read_annotations,
     "__dict__": lambda tx, fn, name: fn._dict(tx),
+    **dict.fromkeys(_TYPE_PARAMS, lambda tx, fn, name: ConstantVariable(())),  # `def f[T]` is not traced
 }
 
 
 def _string_value(tx, name: str, value) -> None:
     if not (value.is_python_constant() and isinstance(value.as_python_constant(), str)):
         tx.raise_user_error(TypeError(f"{name} must be set to a string object"))
+
+
+def _tuple_value(tx, name: str, value) -> None:
+    if not (value.is_python_constant() and isinstance(value.as_python_constant(), tuple)):
+        tx.raise_user_error(TypeError(f"{name} must be set to a tuple"))
 
 
 def _dict_value(tx, name: str, value) -> None:
@@ -354,6 +363,7 @@ _WRITABLE_DUNDERS = {
     "__doc__": lambda tx, name, value: None,
     "__module__": lambda tx, name, value: None,
     "__annotations__": _dict_value,
+    **dict.fromkeys(_TYPE_PARAMS, _tuple_value),
 }
 
 
