@@ -8,6 +8,7 @@ call (filled as eager's first call fills it), errors as eager; torch.compile wit
 fullgraph=True is the reference for the one-graph cases."""
 import functools
 import importlib.metadata
+import sys
 
 import pytest
 import torch
@@ -294,5 +295,8 @@ def test_hash_written_in_python_before_an_unhashable_argument_runs_as_eager():
     check(lambda x, p: x * cached_len(p, scale=[1]), T(2), PrintingHash())
 
 
+@pytest.mark.xfail(sys.version_info >= (3, 12), strict=True,
+                   reason="slices are hashable from 3.12: the key hashes and the body, which writes a global, "
+                          "is not captured under fullgraph (no constant is unhashable there)")
 def test_unhashable_constant_argument_raises_as_eager():
     check(lambda x: x * cached_len((1, slice(2))), T(2), fullgraph=True, state=lambda: list(BODY_RUNS))
