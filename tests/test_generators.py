@@ -486,6 +486,41 @@ def test_close_nested_yield_from_closes_inner_first():
     one_graph(f, x3())
 
 
+def test_throw_into_yield_from_whose_inner_generator_returns():
+    def f(x):
+        def inner():
+            try:
+                yield 1
+            except ValueError:
+                return 5
+
+        def outer():
+            r = yield from inner()
+            yield r * 2
+        gen = outer()
+        next(gen)
+        return x + gen.throw(ValueError)
+
+    one_graph(f, x3())
+
+
+def test_throw_into_yield_from_propagates_what_the_inner_generator_raises():
+    def f(x):
+        def inner():
+            yield 1
+
+        def outer():
+            try:
+                yield from inner()
+            except KeyError as e:
+                yield str(e)
+        gen = outer()
+        next(gen)
+        return x + 1, gen.throw(KeyError("k"))
+
+    one_graph(f, x3())
+
+
 def test_generator_ignoring_generator_exit():
     def f(x):
         def g():

@@ -164,7 +164,12 @@ class GeneratorVariable(IteratorVariable):
         (None) during a throw: pop it and move after the SEND loop, as CPython does."""
         child = self.child
         send = child.instructions[child.ip - 2]
-        child.stack[-2:] = [] if returned is None else [returned]
+        if returned is None:
+            child.stack[-2:] = []
+        elif SEND_POPS_RECEIVER:
+            child.stack[-2:] = [returned]
+        else:  # 3.12: the END_SEND at SEND's target pops the sub-iterator below the result
+            child.stack[-1] = returned
         child.ip = send.target
         child.inst = child.instructions[send.target - 1]
 

@@ -10,6 +10,7 @@ import operator
 
 from ..vars.containers import TupleVariable
 from ..vars.constant import ConstantVariable
+from ..vars.exceptions import ExceptionVariable
 from .._bytecode.versions import INTRINSIC_STOPITERATION_ERROR
 from .ops_stack import NULL
 
@@ -89,6 +90,18 @@ def STORE_SLICE(tx, inst):
     tx.call_builtin(operator.setitem, [container, _slice(tx, start, stop), value])
 
 
+def CLEANUP_THROW(tx, inst):
+    """The handler of a `yield from` whose sub-iterator raised on a throw or close: a
+    StopIteration ends the delegation with its value (at the END_SEND this jumps to),
+    anything else propagates."""
+    exc = tx.stack.pop()
+    if not issubclass(exc.python_type(), StopIteration):
+        tx.reraise(exc)
+    del tx.stack[-2:]  # the sub-iterator and the last value sent
+    tx.stack.append(ConstantVariable(None))
+    tx.stack.append(exc.var_getattr(tx, "value"))
+
+
 def _slice(tx, start, stop):
     return tx.call_builtin(slice, [start, stop])
 
@@ -120,9 +133,12 @@ def CALL_INTRINSIC_1(tx, inst):
     elif inst.arg == _INTRINSIC_LIST_TO_TUPLE:
         tx.stack.append(TupleVariable(tx.stack.pop().items))
     elif inst.arg == INTRINSIC_STOPITERATION_ERROR:  # PEP 479: the exception leaving a generator
-        if issubclass(tx.stack[-1].python_type(), StopIteration):
-            tx.unsupported("a StopIteration leaving a generator (PEP 479 makes it a RuntimeError)",
-                           category="unsupported bytecode")
+        exc = tx.stack[-1]
+        if issubclass(exc.python_type(), StopIteration):
+            error = ExceptionVariable.from_real(RuntimeError("generator raised StopIteration"))
+            error.set_cause(tx, exc)
+            error.set_context(tx, exc)
+            tx.stack[-1] = error
     else:
         tx.unsupported(f"CALL_INTRINSIC_1 {_INTRINSIC_1_NAMES[inst.arg]} is not traced",
                        category="unsupported bytecode")

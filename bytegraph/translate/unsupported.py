@@ -48,7 +48,7 @@ _ALL_VERSIONS.update({
     "INTERPRETER_EXIT": "only ends the interpreter's own entry frames",
     "RESERVED": "never emitted",
     **{name: _NOT_YET for name in (
-        "CALL_INTRINSIC_2", "CLEANUP_THROW", "LOAD_FROM_DICT_OR_DEREF",
+        "CALL_INTRINSIC_2", "LOAD_FROM_DICT_OR_DEREF",
         "LOAD_FROM_DICT_OR_GLOBALS", "LOAD_LOCALS", "CALL_KW", "TO_BOOL", "CONVERT_VALUE", "FORMAT_SIMPLE",
         "FORMAT_WITH_SPEC", "LOAD_FAST_LOAD_FAST", "STORE_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST",
         "SET_FUNCTION_ATTRIBUTE", "EXIT_INIT_CHECK")},
