@@ -113,6 +113,18 @@ def is_generator_guard(code: types.CodeType, handler: Handler) -> bool:
     return first.opname == "CALL_INTRINSIC_1" and first.arg == INTRINSIC_STOPITERATION_ERROR
 
 
+def past_jumps(code: types.CodeType, index: int) -> int:
+    """Where control goes from instruction `index`: past any unconditional jumps there (3.12
+    ends a `while` loop with `POP_JUMP_IF_FALSE` over a `JUMP_BACKWARD` to the body, so code
+    resumed after the test starts where the loop's first test goes)."""
+    insts = instructions_of(code)
+    seen = set()
+    while index < len(insts) and insts[index].opname in UNCONDITIONAL_JUMPS and index not in seen:
+        seen.add(index)
+        index = insts[index].target
+    return index
+
+
 def _index_at_or_after(index_of_offset: dict[int, int], offset: int) -> int:
     """Index of the first instruction at or after `offset` (skips EXTENDED_ARG and CACHE);
     `index_of_offset` maps `len(co_code)` to the instruction count."""

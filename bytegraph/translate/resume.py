@@ -36,6 +36,7 @@ import weakref
 from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
 from bytecode.instr import CellVar, FreeVar
 
+from .._bytecode.analysis import past_jumps
 from .._bytecode.assemble import make_code, strip_prologue
 from .._bytecode import sequences
 from .._bytecode.code_map import CodeMap
@@ -142,6 +143,7 @@ def make_resume_function(fn: types.FunctionType, code: types.CodeType, index: in
     the prologue yields None once before the jump, so the value sent by the first
     `next`/`send` after that is the value of the user's `yield`."""
     code, index = origin(code, index)
+    index = past_jumps(code, index)
     key = (code, index, null_slots, live, id(fn.__globals__), primed)
     resume = _cache.get(key)
     if resume is None:

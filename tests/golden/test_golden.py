@@ -96,18 +96,41 @@ def test_golden(case_id):
                     pytrace=False)
 
 
+_RANGE_ITERATOR = ("3.12's range iterator reduces to (iter, (range(next, stop),), None): its position guard "
+                   "reads the remaining range")
+_INLINED_COMPREHENSION = ("PEP 709: the comprehension runs in the frame, which reads its free variables in the loop "
+                          "rather than when a comprehension function is made: guards in another order, at other lines, "
+                          "and no function in the stack slots of a break inside it")
+
+# Cases whose graphs, guards or break reasons differ from 3.11's because the interpreter's
+# objects or frames do, with why; the check below fails on any other difference, and on a
+# listed case that no longer differs.
+VERSION_SPECIFIC = {
+    (3, 12): {
+        "breaks.break_in_range_loop": _RANGE_ITERATOR,
+        "breaks.loop_break_statement_after_print": _RANGE_ITERATOR,
+        "breaks.nested_break_in_loop": _RANGE_ITERATOR,
+        "graphs.dict_argument_items": _INLINED_COMPREHENSION,
+        "graphs.list_comprehension": _INLINED_COMPREHENSION,
+        "guards.recompile_on_dict_keys": _INLINED_COMPREHENSION,
+    },
+}
+
+
 def test_graphs_and_guards_are_the_same_text_on_every_version():
     """Only the bytecode may differ between versions: the rest of each of this version's own
-    files is its 3.11 file's text."""
-    if VERSION == BASE_VERSION:
-        pytest.skip("3.11's files are the base the other versions are compared with")
+    files is its 3.11 file's text, except in the cases `VERSION_SPECIFIC` explains."""
+    if VERSION == BASE_VERSION:  # 3.11's files are the base, in expected/ itself
+        assert not os.path.isdir(VERSION_DIR), f"{VERSION_DIR}: 3.11's golden files live in {EXPECTED}"
+        return
     own = sorted(os.listdir(VERSION_DIR)) if os.path.isdir(VERSION_DIR) else []
     differ = []
     for name in own:
         with open(os.path.join(VERSION_DIR, name)) as f, open(os.path.join(EXPECTED, name)) as g:
             if without_bytecode(f.read()) != without_bytecode(g.read()):
-                differ.append(name)
-    assert not differ, f"graphs, guards or break reasons differ from 3.11's in {differ}"
+                differ.append(name.removesuffix(".txt"))
+    assert differ == sorted(VERSION_SPECIFIC.get(VERSION, {})), \
+        f"graphs, guards or break reasons differ from 3.11's in {differ}, explained: {sorted(VERSION_SPECIFIC.get(VERSION, {}))}"
 
 
 def test_no_stale_golden_files():
