@@ -130,7 +130,7 @@ def test_graphs_and_guards_are_the_same_text_on_every_version():
             if without_bytecode(f.read()) != without_bytecode(g.read()):
                 differ.append(name.removesuffix(".txt"))
     explained = sorted(VERSION_SPECIFIC.get(VERSION, {}))
-    assert differ == explained, f"graphs, guards or break reasons differ from 3.11's in {differ}, explained: {explained}"
+    assert differ == explained, f"graphs, guards or break reasons differ from 3.11 in {differ}; explained: {explained}"
 
 
 def test_no_stale_golden_files():
