@@ -1,26 +1,37 @@
 # Developer entry points: the virtual environment, the demo, the tests, the fuzzer and the benchmark.
 #
-# `.venv` is built once with CPython 3.11 and reused; the stamp file records a finished
-# install and is redone only when pyproject.toml changes. torch is pinned and installed
-# first, so no later step can pull another torch version.
+# bytegraph runs on CPython 3.11, 3.12 and 3.13: `make test PYTHON=python3.12` picks one. The
+# interpreter is PYTHON if it runs, else pyenv's newest matching version (`$(pyenv root)/versions/
+# 3.12.*`: pyenv's shims answer only for the versions made global). The 3.11 environment is
+# `.venv` in the clone; another version's is kept outside it, in ~/.cache/bytegraph/venv-3.X
+# (VENV= to change), so a second clone or run reuses its torch. The stamp file records a finished
+# install and is redone when pyproject.toml changes. torch is pinned and installed first, so no
+# later step can pull another torch version.
 
 PYTHON ?= python3.11
-VENV := .venv
+SUPPORTED_PYTHONS := 3.11 3.12 3.13
+PYTHON_BIN := $(shell for p in $(PYTHON) $$(ls -d $$(pyenv root 2>/dev/null)/versions/$(patsubst python%,%,$(notdir \
+  $(PYTHON))).*/bin/python 2>/dev/null | sort -V -r); do "$$p" -c '' 2>/dev/null && { command -v "$$p"; break; }; done)
+PY_VERSION := $(shell "$(PYTHON_BIN)" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+VENV ?= $(if $(filter 3.11,$(PY_VERSION)),.venv,$(HOME)/.cache/bytegraph/venv-$(PY_VERSION))
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.bytegraph-installed
 TORCH := torch==2.13.0
 PYTEST_ARGS ?=
+# a shared environment's editable install may point at another clone: this clone comes first
+export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
 .PHONY: $(VENV) demo test fuzz bench sweep
 
 $(VENV): $(STAMP)
 
 $(STAMP): pyproject.toml
-	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null || { \
-	  echo "error: bytegraph needs CPython 3.11, and '$(PYTHON)' is missing or another version." >&2; \
-	  echo "       Install Python 3.11, or run: make PYTHON=/path/to/python3.11" >&2; \
+	@test -n "$(filter $(PY_VERSION),$(SUPPORTED_PYTHONS))" || { \
+	  echo "error: bytegraph needs CPython 3.11, 3.12 or 3.13, and '$(PYTHON)' is missing or$(if \
+	  $(PY_VERSION), Python $(PY_VERSION), another version)." >&2; \
+	  echo "       Install one, or run: make PYTHON=/path/to/python3.X (or PYTHON=python3.12 with pyenv)" >&2; \
 	  exit 1; }
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	test -x $(PY) || $(PYTHON_BIN) -m venv $(VENV)
 	$(PY) -m pip install '$(TORCH)'
 	$(PY) -m pip install -e '.[dev]' '$(TORCH)'
 	touch $@

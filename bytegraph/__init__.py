@@ -1,13 +1,14 @@
-"""bytegraph: a pure-Python graph-capture JIT for PyTorch (CPython 3.11).
+"""bytegraph: a pure-Python graph-capture JIT for PyTorch (CPython 3.11 to 3.13).
 
 `bytegraph.compile(fn)` symbolically executes `fn`'s bytecode, records tensor work into
 torch.fx graphs, compiles them with a backend, guards them, and runs them on later calls.
 """
 import sys
 
-if sys.version_info[:2] not in ((3, 11), (3, 12)):  # py312 branch: 3.12 in progress
-    raise ImportError(f"bytegraph requires Python 3.11 (it translates CPython 3.11 bytecode); "
-                      f"this is Python {sys.version_info.major}.{sys.version_info.minor}")
+_SUPPORTED = ((3, 11), (3, 12))  # `_bytecode.versions.SUPPORTED`, checked before anything is imported
+if sys.version_info[:2] not in _SUPPORTED:
+    raise ImportError(f"bytegraph supports CPython {', '.join('%d.%d' % v for v in _SUPPORTED)} (it translates "
+                      f"their bytecode); this is Python {'%d.%d' % sys.version_info[:2]}")
 
 from . import config  # noqa: E402
 from .api import compile, reset  # noqa: E402

@@ -1,10 +1,12 @@
 """Every opcode of the running CPython (3.11 to 3.13) is either handled by the translator or
 listed, with a reason, in UNSUPPORTED_OPCODES."""
 import dis
+import subprocess
 import sys
 
 import pytest
 
+import bytegraph
 import bytegraph.translate as translate
 from bytegraph._bytecode.versions import FIRST_PSEUDO_OPCODE, SUPPORTED
 
@@ -50,3 +52,16 @@ def test_unsupported_reasons_are_nonempty_strings():
 def test_core_opcode_is_handled(opname):
     # opcodes the differential tests rely on: each one the running Python has must be handled
     assert opname in translate.HANDLED_OPCODES or opname not in OPCODES
+
+
+def test_the_import_check_admits_the_supported_versions():
+    assert bytegraph._SUPPORTED == SUPPORTED
+
+
+def test_an_unsupported_python_gets_an_import_error_naming_the_supported_ones():
+    code = "import sys; sys.version_info = (3, 14, 0, 'final', 0); import bytegraph"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    supported = ", ".join("%d.%d" % v for v in SUPPORTED)
+    assert result.returncode != 0
+    assert f"ImportError: bytegraph supports CPython {supported}" in result.stderr
+    assert "this is Python 3.14" in result.stderr

@@ -1,1 +1,1 @@
-"""CPython 3.11 bytecode: decoding, assembly, analysis. No torch import."""
+"""CPython bytecode (3.11 to 3.13): decoding, assembly, analysis. No torch import."""
