@@ -113,6 +113,20 @@ def is_generator_guard(code: types.CodeType, handler: Handler) -> bool:
     return first.opname == "CALL_INTRINSIC_1" and first.arg == INTRINSIC_STOPITERATION_ERROR
 
 
+# the handler CPython 3.12 gives an inlined comprehension (PEP 709): `SWAP 2; POP_TOP` drops
+# the container being built, `SWAP 2; STORE_FAST x` restores the shadowed local, and the
+# exception is raised again
+_COMPREHENSION_CLEANUP = ("SWAP", "POP_TOP", "SWAP", "STORE_FAST", "RERAISE")
+
+
+def is_comprehension_cleanup(code: types.CodeType, handler: Handler) -> bool:
+    """Whether `handler` is the one of an inlined comprehension (3.12+, PEP 709), which keeps
+    the saved value of the local the loop variable shadows (NULL when unbound) and the
+    container being built above the enclosing blocks' slots, and only restores the local."""
+    insts = instructions_of(code)[handler.target:handler.target + len(_COMPREHENSION_CLEANUP)]
+    return tuple(inst.opname for inst in insts) == _COMPREHENSION_CLEANUP and handler.depth >= 2
+
+
 def past_jumps(code: types.CodeType, index: int) -> int:
     """Where control goes from instruction `index`: past any unconditional jumps there (3.12
     ends a `while` loop with `POP_JUMP_IF_FALSE` over a `JUMP_BACKWARD` to the body, so code

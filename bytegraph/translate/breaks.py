@@ -37,6 +37,18 @@ the block ends (once, with eager's arguments). A break at BEFORE_WITH itself (in
 block with its two results. A block kept by a manager of another kind (or a break
 inside an `except` body, whose kept slots hold the exception) keeps the body-copy path.
 
+Note [Breaks inside inlined comprehensions]
+From 3.12 a comprehension runs in the frame (PEP 709) inside an exception-table entry of its
+own, whose handler keeps two slots above the enclosing blocks' ones: the value of the local
+the loop variable shadows, saved by LOAD_FAST_AND_CLEAR (NULL when it was unbound), and the
+container being built; it only restores the local and re-raises
+(`analysis.is_comprehension_cleanup`). A break inside one resumes inside it like a break in
+any block: the residual code pushes the kept slots (a NULL with PUSH_NULL), runs the breaking
+instruction under a copy of the handler, drops them (a NULL by storing it, which unbinds
+`_NULL_SINK`) and passes them to the resume function, whose prologue pushes them back (a NULL
+again with PUSH_NULL) and which keeps the handler, so the local is restored whether the rest
+of the comprehension finishes or raises.
+
 Note [Frame cells at a break]
 The root frame's own cell variables (its `co_cellvars`, made by MAKE_CELL) are trackers
 made during tracing; the real frame has the cells too, but nothing wrote them. At a break
@@ -88,7 +100,7 @@ import types
 from bytecode import Instr, Label, TryBegin, TryEnd
 
 from .._bytecode.versions import HAS_PRECALL, LOAD_ATTR_METHOD_BIT, TRUTH_JUMPS
-from .._bytecode.analysis import cells_read_before_written, handlers, live_locals
+from .._bytecode.analysis import cells_read_before_written, handlers, is_comprehension_cleanup, live_locals
 from .._bytecode.instructions import instructions_of
 from ..errors import GraphBreak
 from ..vars.containers import TupleVariable
@@ -106,6 +118,7 @@ _EFFECTS = {
 }
 _CONDITIONAL_JUMPS = TRUTH_JUMPS
 _NOT_RESUMED_FLAGS = 0x20 | 0x80 | 0x100 | 0x200  # generators and coroutines
+_NULL_SINK = "__bg_break_null"  # where the residual code drops a NULL slot it kept for a block
 _READ_LOCALS = frozenset({"locals", "vars", "eval", "exec", "super"})
 _CELL_BREAKING = frozenset({"DELETE_DEREF", "LOAD_CLASSDEREF"})
 
@@ -289,7 +302,7 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
                 continue
             cg.load_fast(_local_temp(name))
             cg.store_fast(name)
-        if handler is not None and not _resumes_in_block(stack[:keep], handler.depth) or _reads_frame_locals(tx):
+        if handler is not None and not _resumes_in_block(stack[:keep], code, handler) or _reads_frame_locals(tx):
             _push_slots(cg, stack, 0)
             _delete_residual_locals(cg, tx)
             body, label = body_with_label(code, _call_sequence_start(tx.instructions, index))
@@ -304,10 +317,10 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
     if inst.opname in _CONDITIONAL_JUMPS:
         other = Label()
         cg.instructions.append(Instr(_CONDITIONAL_JUMPS[inst.opname], other, lineno=cg.lineno))
-        _leave_block(cg, block, handler)
+        _leave_block(cg, block, handler, stack)
         _call_rest(cg, tx, fn, index + 1, after, waiting, compile_fn)
         cg.instructions.append(other)
-        _leave_block(cg, None, handler)
+        _leave_block(cg, None, handler, stack)
         _call_rest(cg, tx, fn, inst.target, after, waiting, compile_fn)
     else:
         if inst.opname == "CALL":
@@ -319,17 +332,21 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
         cg.instructions.append(instr if root else Instr(instr.name, instr.arg, lineno=cg.lineno))
         for slot in reversed(range(keep, keep + pushes)):
             cg.store_fast(_stack_temp(slot))
-        _leave_block(cg, block, handler)
+        _leave_block(cg, block, handler, stack)
         _call_rest(cg, tx, fn, index + 1, after, waiting, compile_fn)
     if block:
         cg.instructions.extend(block[1])
 
 
-def _resumes_in_block(kept: list, depth: int) -> bool:
-    """Whether a break inside a `try`/`with` block whose handler keeps `depth` stack slots
-    resumes (Note [Breaks inside blocks]): the slots the block keeps are for-loop
-    iterators or grad-mode `with` exits, and the breaking instruction does not consume them."""
-    return depth <= len(kept) and all(vt.kept_in_block for vt in kept[:depth])
+def _resumes_in_block(kept: list, code, handler) -> bool:
+    """Whether a break inside a `try`/`with` block whose handler keeps `handler.depth` stack
+    slots resumes (Note [Breaks inside blocks]): the slots the block keeps are for-loop
+    iterators or grad-mode `with` exits, and the breaking instruction does not consume them;
+    an inlined comprehension's own two (Note [Breaks inside inlined comprehensions]) are
+    passed as they are."""
+    depth = handler.depth
+    own = 2 if is_comprehension_cleanup(code, handler) else 0
+    return depth <= len(kept) and all(vt is not NULL and vt.kept_in_block for vt in kept[:depth - own])
 
 
 def _enter_block(cg, stack: list, code, handler) -> tuple:
@@ -337,20 +354,28 @@ def _enter_block(cg, stack: list, code, handler) -> tuple:
     the original one in a copy of the body (appended after the residual code), so the
     breaking instruction runs with the user's handlers in force. Returns (TryBegin, body)."""
     for slot in range(handler.depth):
-        cg.load_fast(_stack_temp(slot))
+        if stack[slot] is NULL:
+            cg.push_null()
+        else:
+            cg.load_fast(_stack_temp(slot))
     body, label = body_with_label(code, handler.target)
     begin = TryBegin(label, handler.lasti, handler.depth)
     cg.instructions.append(begin)
     return begin, body
 
 
-def _leave_block(cg, block, handler) -> None:
+def _leave_block(cg, block, handler, stack: list) -> None:
     """Close the entry opened by `_enter_block` (if `block`) and drop the kept slots (they
-    stay in their temporaries for the resume function)."""
+    stay in their temporaries for the resume function); a NULL is dropped by storing it in
+    `_NULL_SINK` (POP_TOP cannot pop one; a store of NULL unbinds, as CPython's own
+    comprehension handlers do)."""
     if block:
         cg.instructions.append(TryEnd(block[0]))
-    for _ in range(handler.depth if handler else 0):
-        cg.pop_top()
+    for slot in reversed(range(handler.depth if handler else 0)):
+        if stack[slot] is NULL:
+            cg.store_fast(_NULL_SINK)
+        else:
+            cg.pop_top()
 
 
 # Builtins that read the calling frame's locals as a dict when called with fewer positional
