@@ -47,9 +47,11 @@ _ALL_VERSIONS.update({
         "INSTRUMENTED_RETURN_VALUE", "INSTRUMENTED_YIELD_VALUE", "ENTER_EXECUTOR")},
     "INTERPRETER_EXIT": "only ends the interpreter's own entry frames",
     "RESERVED": "never emitted",
+    **dict.fromkeys(("LOAD_FROM_DICT_OR_DEREF", "LOAD_FROM_DICT_OR_GLOBALS", "LOAD_LOCALS"),
+                    "only appears in class bodies and PEP 695 annotation scopes, which are not compiled"),
+    "CALL_INTRINSIC_2": "PEP 695 type parameters and `except*` (its two-argument intrinsics) are not traced",
     **{name: _NOT_YET for name in (
-        "CALL_INTRINSIC_2", "LOAD_FROM_DICT_OR_DEREF",
-        "LOAD_FROM_DICT_OR_GLOBALS", "LOAD_LOCALS", "CALL_KW", "TO_BOOL", "CONVERT_VALUE", "FORMAT_SIMPLE",
+        "CALL_KW", "TO_BOOL", "CONVERT_VALUE", "FORMAT_SIMPLE",
         "FORMAT_WITH_SPEC", "LOAD_FAST_LOAD_FAST", "STORE_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST",
         "SET_FUNCTION_ATTRIBUTE", "EXIT_INIT_CHECK")},
 })
