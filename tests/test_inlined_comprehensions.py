@@ -153,3 +153,28 @@ def test_code_after_a_break_inside_a_comprehension_is_captured():
     explained = bytegraph.explain(f, T(3))
     assert explained.graph_count == (1 if sys.version_info < (3, 12) else 3)
     check(f, T(3))
+
+
+def test_comprehension_variable_shadowing_an_argument_not_read_before():
+    def f(x, n):
+        ys = [n * 2 for n in range(3)]
+        return x + sum(ys) + n
+
+    check(f, T(3), 5, graphs=1)
+
+
+def test_break_inside_a_comprehension_shadowing_an_argument():
+    def f(x, n):
+        ys = [print(n) or x * n for n in range(2)]
+        return ys, x + n
+
+    check(f, T(3), 7)
+
+
+def test_two_loop_variables_unbound_before_and_a_break_after():
+    def f(x):
+        a = [x * i for i, _ in zip(range(1, 3), range(2))]
+        print("between")
+        return a, x + 1
+
+    check(f, T(3), graphs=2)

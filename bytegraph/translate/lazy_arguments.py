@@ -44,6 +44,13 @@ class ArgumentLocals(dict):
         return self.not_read.pop(name, _MISSING) is not _MISSING or bound
 
 
+def unbind(local_vars, name) -> bool:
+    """`del name` from a frame's locals (`ArgumentLocals` or a dict): whether it was bound."""
+    if type(local_vars) is ArgumentLocals:
+        return local_vars.delete(name)
+    return local_vars.pop(name, _MISSING) is not _MISSING
+
+
 def unread_arguments(local_vars) -> dict | None:
     """The unread arguments of a frame's locals (a copy, for a checkpoint), or None."""
     return dict(local_vars.not_read) if type(local_vars) is ArgumentLocals else None

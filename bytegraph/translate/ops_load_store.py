@@ -13,7 +13,7 @@ from ..vars.constant import CONSTANT_TYPES, ConstantVariable
 from ..vars.functions import UserFunctionVariable
 from ..vars.lazy_int import wrap_int
 from ..vars.objects import DELETED
-from .lazy_arguments import ArgumentLocals
+from .lazy_arguments import unbind
 from .ops_stack import NULL
 from ..vars.classes import ClassVariable
 
@@ -37,12 +37,7 @@ class LoadStoreOps:
         self.locals[inst.argval] = self.stack.pop()
 
     def DELETE_FAST(self, inst):
-        local_vars = self.locals
-        if type(local_vars) is ArgumentLocals:  # Note [Arguments wrapped when read]: an unread one too
-            bound = local_vars.delete(inst.argval)
-        else:
-            bound = local_vars.pop(inst.argval, None) is not None
-        if not bound:
+        if not unbind(self.locals, inst.argval):  # Note [Arguments wrapped when read]: an unread one too
             self.raise_user_error(UnboundLocalError(f"local variable '{inst.argval}' referenced before assignment"))
 
     def LOAD_CONST(self, inst):

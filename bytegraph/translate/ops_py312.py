@@ -12,6 +12,7 @@ from ..vars.containers import TupleVariable
 from ..vars.constant import ConstantVariable
 from ..vars.exceptions import ExceptionVariable
 from .._bytecode.versions import INTRINSIC_STOPITERATION_ERROR
+from .lazy_arguments import unbind
 from .ops_stack import NULL
 
 
@@ -111,11 +112,22 @@ def LOAD_FAST_CHECK(tx, inst):
 
 
 def LOAD_FAST_AND_CLEAR(tx, inst):
-    """An inlined comprehension saves its loop variable: push it (NULL if unbound), unbind it."""
-    tx.stack.append(tx.locals.pop(inst.argval, NULL))
+    """An inlined comprehension saves the local its loop variable shadows: push it (NULL if
+    unbound; an argument not read yet is read now, Note [Arguments wrapped when read]) and
+    unbind it."""
+    name = inst.argval
+    try:
+        value = tx.locals[name]
+    except KeyError:
+        value = NULL
+    else:
+        unbind(tx.locals, name)
+    tx.stack.append(value)
 
 
-def STORE_FAST_MAYBE_NULL(tx, inst):
+def STORE_FAST(tx, inst):
+    """As 3.11's; the end of an inlined comprehension stores the saved local back, a NULL
+    (its compiler's STORE_FAST_MAYBE_NULL) unbinding it again."""
     value = tx.stack.pop()
     if value is NULL:
         tx.locals.pop(inst.argval, None)
