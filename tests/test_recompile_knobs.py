@@ -122,8 +122,10 @@ def test_recompile_limit_is_per_code_object_across_wrappers(knobs):
 def test_wrappers_of_one_function_and_backend_share_entries():
     counter = CompileCounter()
     x = torch.randn(4)
+    wrappers = []  # entries live as long as a wrapper does (Note [Recompile limit]); kept, not left to gc
     for _ in range(10):  # as torch.compile's cache on the code object: one capture, not ten
-        assert_same(mul(x, x), bytegraph.compile(mul, backend=counter)(x, x))
+        wrappers.append(bytegraph.compile(mul, backend=counter))
+        assert_same(mul(x, x), wrappers[-1](x, x))
     assert counter.frame_count == 1
 
 
