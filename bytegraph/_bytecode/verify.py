@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 from bytegraph._bytecode.analysis import edges, handlers, stack_effect
 from bytegraph._bytecode.instructions import Inst, instructions_of
-from bytegraph._bytecode.versions import JUMPS, PY
+from bytegraph._bytecode.versions import JUMPS, LOAD_ATTR_METHOD_BIT
 
 _EXTENDED_ARG = opcode.opmap["EXTENDED_ARG"]
 _CACHE = opcode.opmap["CACHE"]
@@ -54,7 +54,7 @@ _FIXED_INPUTS = {
 }
 # Name-table operands that carry flags in their low bits (LOAD_GLOBAL's NULL bit; from 3.12
 # LOAD_ATTR's method bit and LOAD_SUPER_ATTR's two)
-_NAME_FLAG_BITS = {"LOAD_GLOBAL": 1, "LOAD_ATTR": 1 if PY >= (3, 12) else 0, "LOAD_SUPER_ATTR": 2}
+_NAME_FLAG_BITS = {"LOAD_GLOBAL": 1, "LOAD_ATTR": int(LOAD_ATTR_METHOD_BIT), "LOAD_SUPER_ATTR": 2}
 _ARG_INPUTS = {
     "BUILD_CONST_KEY_MAP": lambda arg: arg + 1,
     "CALL": lambda arg: arg + 2,
