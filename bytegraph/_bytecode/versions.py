@@ -21,6 +21,10 @@ NULL_BEFORE_CALLABLE = PY < (3, 13)
 #: 3.11 calls are `PRECALL n; CALL n`; from 3.12 `CALL n` alone.
 HAS_PRECALL = PY < (3, 12)
 
+#: 3.11 and 3.12 name a call's keyword arguments with `KW_NAMES names` before it; 3.13 pushes
+#: the names tuple after the arguments and calls with `CALL_KW n`
+HAS_KW_NAMES = PY < (3, 13)
+
 #: the opcodes whose argument is a jump target (3.13 lists them in `dis.hasjump`)
 JUMPS = frozenset(getattr(dis, "hasjump", ())) | frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
 

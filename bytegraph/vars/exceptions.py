@@ -156,8 +156,7 @@ class ExceptionVariable(VariableTracker):
         if self.args is None:
             cg.tx.unsupported(f"returning {self.describe()} whose arguments are not constants",
                               category="unsupported output")
-        cg.push_null()
-        cg.load_const(_rebuild)
+        cg.push_callable_const(_rebuild)
         cg.load_const(self.cls)
         for arg in self.args:
             cg.reconstruct(arg)
