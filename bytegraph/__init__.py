@@ -5,7 +5,7 @@ torch.fx graphs, compiles them with a backend, guards them, and runs them on lat
 """
 import sys
 
-if sys.version_info[:2] not in ((3, 11), (3, 12)):  # py312 branch: 3.12 in progress
+if sys.version_info[:2] not in ((3, 11), (3, 12), (3, 13)):  # py312/py313 branches: 3.12 and 3.13 in progress
     raise ImportError(f"bytegraph requires Python 3.11 (it translates CPython 3.11 bytecode); "
                       f"this is Python {sys.version_info.major}.{sys.version_info.minor}")
 

@@ -174,7 +174,11 @@ def _compute_depths(code: types.CodeType) -> list[int]:
 # cell object itself (not only its contents) must survive. DELETE_FAST counts as
 # a read: it raises if the local is unbound, so whether it is bound matters.
 
-_FAST_READS = frozenset({"LOAD_FAST", "DELETE_FAST"})
+_FAST_READS = frozenset({"LOAD_FAST", "DELETE_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR"})
+_FAST_WRITES = frozenset({"STORE_FAST", "STORE_FAST_MAYBE_NULL"})
+# 3.13's superinstructions: what each does to the two locals `dis` names in its argval, in order
+_FAST_PAIRS = {"LOAD_FAST_LOAD_FAST": ("read", "read"), "STORE_FAST_STORE_FAST": ("write", "write"),
+               "STORE_FAST_LOAD_FAST": ("write", "read")}
 _CELL_REFS = frozenset({"LOAD_DEREF", "STORE_DEREF", "DELETE_DEREF", "LOAD_CLOSURE", "LOAD_CLASSDEREF"})
 
 
@@ -266,9 +270,19 @@ def _gen_kill(inst: Inst, bit: dict[str, int]) -> tuple[int, int]:
     """Bits of locals `inst` reads and writes (see Note [Liveness of cells])."""
     if inst.opname in _FAST_READS or inst.opname in _CELL_REFS:
         return bit.get(inst.argval, 0), 0
-    if inst.opname == "STORE_FAST":
+    if inst.opname in _FAST_WRITES:
         return 0, bit.get(inst.argval, 0)
-    return 0, 0
+    pair = _FAST_PAIRS.get(inst.opname)
+    if pair is None:
+        return 0, 0
+    gen = kill = 0
+    for part, name in reversed(tuple(zip(pair, inst.argval))):  # the second part first
+        if part == "read":
+            gen |= bit.get(name, 0)
+        else:
+            gen &= ~bit.get(name, 0)
+            kill |= bit.get(name, 0)
+    return gen, kill
 
 
 def _add_implicit_reads(code: types.CodeType, bit: dict[str, int], gen_kill: list[tuple[int, int]]) -> None:
@@ -289,6 +303,6 @@ def _add_implicit_reads(code: types.CodeType, bit: dict[str, int], gen_kill: lis
             gen, kill = gen_kill[j]
             gen_kill[j] = gen | reads, kill
             call = insts[j]
-            is_call = call.opname in ("CALL", "CALL_FUNCTION_EX")
+            is_call = call.opname in ("CALL", "CALL_KW", "CALL_FUNCTION_EX")
             if is_call and depths[j] + stack_effect(call, False) == result_depth:
                 break

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from bytecode import Instr
 
-from .versions import HAS_KW_NAMES, HAS_PRECALL, NULL_BEFORE_CALLABLE, PY
+from .versions import (HAS_KW_NAMES, HAS_LOAD_CLOSURE, HAS_PRECALL, JUMPS_TAKE_BOOLS, NULL_BEFORE_CALLABLE, PY,
+                       TRUTH_JUMPS)
 
 
 def push_callable(load: list, **location) -> list:
@@ -48,3 +49,22 @@ def yield_value(**location) -> Instr:
     if PY < (3, 12):
         return Instr("YIELD_VALUE", **location)
     return Instr("YIELD_VALUE", 1 if PY == (3, 12) else 0, **location)
+
+
+def truth_jump(opname: str, target, **location) -> list:
+    """Jump to `target` on the truth of the top of the stack, as the conditional jump `opname` of
+    the user's code (`versions.TRUTH_JUMPS`: a backward one becomes forward; 3.13 converts the
+    value with `TO_BOOL` first)."""
+    return [*to_bool(**location), Instr(TRUTH_JUMPS[opname], target, **location)]
+
+
+def to_bool(**location) -> list:
+    """What converts the top of the stack to a bool before a conditional jump or UNARY_NOT
+    (3.13's `TO_BOOL`; nothing before 3.13, whose jumps take any value)."""
+    return [Instr("TO_BOOL", **location)] if JUMPS_TAKE_BOOLS else []
+
+
+def load_closure(var, **location) -> Instr:
+    """Push the cell itself of the cell or free variable `var` (a `CellVar`/`FreeVar`; 3.13:
+    `LOAD_FAST` of its slot)."""
+    return Instr("LOAD_CLOSURE" if HAS_LOAD_CLOSURE else "LOAD_FAST", var, **location)

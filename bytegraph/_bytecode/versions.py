@@ -21,6 +21,10 @@ NULL_BEFORE_CALLABLE = PY < (3, 13)
 #: 3.11 calls are `PRECALL n; CALL n`; from 3.12 `CALL n` alone.
 HAS_PRECALL = PY < (3, 12)
 
+#: 3.13 makes LOAD_CLOSURE a pseudo-instruction: code objects push a cell itself with
+#: `LOAD_FAST` of the cell's slot
+HAS_LOAD_CLOSURE = PY < (3, 13)
+
 #: 3.11 and 3.12 name a call's keyword arguments with `KW_NAMES names` before it; 3.13 pushes
 #: the names tuple after the arguments and calls with `CALL_KW n`
 HAS_KW_NAMES = PY < (3, 13)
@@ -43,6 +47,10 @@ _TRUTH_JUMPS_311 = {
     "POP_JUMP_FORWARD_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE",
     "POP_JUMP_FORWARD_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE"}
 TRUTH_JUMPS = _TRUTH_JUMPS_312 if PY >= (3, 12) else _TRUTH_JUMPS_311
+
+#: 3.13's conditional jumps on truth take a bool only: the compiler puts `TO_BOOL` before them,
+#: and residual code that runs one eagerly must too
+JUMPS_TAKE_BOOLS = PY >= (3, 13)
 
 #: CALL_INTRINSIC_1's argument for the PEP 479 guard of a generator's body (3.12+: dis shows
 #: `INTRINSIC_STOPITERATION_ERROR`)

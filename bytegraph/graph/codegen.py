@@ -256,7 +256,8 @@ class PyCodegen:
 
     def load_closure(self, name: str) -> None:
         """Push the cell object itself of the frame's cell or free variable `name`."""
-        self._emit("LOAD_CLOSURE", FreeVar(name) if name in self.code.co_freevars else CellVar(name))
+        var = FreeVar(name) if name in self.code.co_freevars else CellVar(name)
+        self.instructions.append(sequences.load_closure(var, lineno=self.lineno))
 
     def load_frame_cell(self, vt) -> bool:
         """Push the root frame's own cell that the cell tracker `vt` stands for at a break

@@ -87,6 +87,7 @@ import types
 
 from bytecode import Instr, Label, TryBegin, TryEnd
 
+from .._bytecode import sequences
 from .._bytecode.versions import HAS_PRECALL, NULL_BEFORE_CALLABLE, TRUTH_JUMPS
 from .._bytecode.analysis import cells_read_before_written, handlers, live_locals
 from .._bytecode.instructions import instructions_of
@@ -102,7 +103,8 @@ _EFFECTS = {
     "IS_OP": (2, 1), "UNARY_NEGATIVE": (1, 1), "UNARY_POSITIVE": (1, 1), "UNARY_INVERT": (1, 1),
     "UNARY_NOT": (1, 1), "GET_ITER": (1, 1), "LOAD_ATTR": (1, 1), "STORE_ATTR": (2, 0),
     "STORE_SUBSCR": (3, 0), "DELETE_SUBSCR": (2, 0), "STORE_GLOBAL": (1, 0), "DELETE_ATTR": (1, 0),
-    "BEFORE_WITH": (1, 2),
+    "BEFORE_WITH": (1, 2), "TO_BOOL": (1, 1), "CONVERT_VALUE": (1, 1), "FORMAT_SIMPLE": (1, 1),
+    "FORMAT_WITH_SPEC": (2, 1),
 }
 _CONDITIONAL_JUMPS = TRUTH_JUMPS
 _NOT_RESUMED_FLAGS = 0x20 | 0x80 | 0x100 | 0x200  # generators and coroutines
@@ -118,6 +120,8 @@ def _effect(inst) -> tuple[int, int] | None:
         return (1, 0)
     if name == "CALL":
         return (inst.arg + 2, 1)
+    if name == "CALL_KW":  # the keyword names' tuple on top
+        return (inst.arg + 3, 1)
     if name == "CALL_FUNCTION_EX":
         return (3 + (inst.arg & 1), 1)
     if name == "BUILD_STRING":
@@ -229,6 +233,8 @@ def _operands_start(inst, stack) -> int | None:
     the arguments; None if `inst` is not a call."""
     if inst.opname == "CALL":
         return len(stack) - inst.arg - 2
+    if inst.opname == "CALL_KW":
+        return len(stack) - inst.arg - 3
     if inst.opname == "CALL_FUNCTION_EX":
         return len(stack) - 3 - (inst.arg & 1)
     return None
@@ -318,7 +324,7 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
     after = [vt is NULL for vt in stack[:keep]] + [False] * pushes
     if inst.opname in _CONDITIONAL_JUMPS:
         other = Label()
-        cg.instructions.append(Instr(_CONDITIONAL_JUMPS[inst.opname], other, lineno=cg.lineno))
+        cg.instructions += sequences.truth_jump(inst.opname, other, lineno=cg.lineno)
         _leave_block(cg, block, handler)
         _call_rest(cg, tx, fn, index + 1, after, waiting, compile_fn)
         cg.instructions.append(other)
@@ -330,6 +336,8 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
                 cg.instructions.append(Instr("KW_NAMES", tx.snapshot_kw_names, lineno=cg.lineno))
             if HAS_PRECALL:
                 cg.instructions.append(Instr("PRECALL", inst.arg, lineno=cg.lineno))
+        elif inst.opname == "UNARY_NOT":  # the tracer left its operand as it was (3.13's TO_BOOL)
+            cg.instructions += sequences.to_bool(lineno=cg.lineno)
         instr = original_instr(code, index)
         cg.instructions.append(instr if root else Instr(instr.name, instr.arg, lineno=cg.lineno))
         for slot in reversed(range(keep, keep + pushes)):

@@ -47,11 +47,10 @@ _ALL_VERSIONS.update({
         "INSTRUMENTED_RETURN_VALUE", "INSTRUMENTED_YIELD_VALUE", "ENTER_EXECUTOR")},
     "INTERPRETER_EXIT": "only ends the interpreter's own entry frames",
     "RESERVED": "never emitted",
+    "LOAD_LOCALS": "only appears in class bodies and annotation scopes, which are not compiled",
+    "EXIT_INIT_CHECK": "only in the interpreter's own frame that runs a class's __init__ (never in a function's code)",
     **{name: _NOT_YET for name in (
-        "CALL_INTRINSIC_2", "CLEANUP_THROW", "LOAD_FROM_DICT_OR_DEREF",
-        "LOAD_FROM_DICT_OR_GLOBALS", "LOAD_LOCALS", "CALL_KW", "TO_BOOL", "CONVERT_VALUE", "FORMAT_SIMPLE",
-        "FORMAT_WITH_SPEC", "LOAD_FAST_LOAD_FAST", "STORE_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST",
-        "SET_FUNCTION_ATTRIBUTE", "EXIT_INIT_CHECK")},
+        "CALL_INTRINSIC_2", "CLEANUP_THROW", "LOAD_FROM_DICT_OR_DEREF", "LOAD_FROM_DICT_OR_GLOBALS")},
 })
 
 UNSUPPORTED_OPCODES = {name: why for name, why in _ALL_VERSIONS.items() if name in dis.opmap}
