@@ -24,6 +24,7 @@ from collections.abc import Iterator
 
 from bytegraph._bytecode.analysis import edges, handlers, stack_effect
 from bytegraph._bytecode.instructions import Inst, instructions_of
+from bytegraph._bytecode.versions import INLINE_CACHE_ENTRIES
 
 _EXTENDED_ARG = opcode.opmap["EXTENDED_ARG"]
 _CACHE = opcode.opmap["CACHE"]
@@ -101,7 +102,7 @@ def _raw(code: types.CodeType) -> Iterator[tuple[int, int, int, int]]:
             offset += 2
             continue
         yield start, offset, op, arg
-        offset += 2 + 2 * opcode._inline_cache_entries[op]
+        offset += 2 + 2 * INLINE_CACHE_ENTRIES.get(op, 0)
         arg = 0
         start = None
 

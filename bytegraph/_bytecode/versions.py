@@ -9,6 +9,7 @@ version adds or changes are in `translate/ops_py312.py` / `ops_py313.py`, stacke
 from __future__ import annotations
 
 import dis
+import opcode
 import sys
 
 SUPPORTED = ((3, 11), (3, 12), (3, 13))
@@ -35,6 +36,12 @@ JUMPS = frozenset(getattr(dis, "hasjump", ())) | frozenset(dis.hasjrel) | frozen
 #: 3.13's `dis.Instruction.line_number` is the line of every instruction; before it,
 #: `starts_line` names the line only where one starts
 LINE_NUMBER_ON_EVERY_INSTRUCTION = PY >= (3, 13)
+
+#: opcode -> the CACHE entries that follow it in `co_code` (`opcode._inline_cache_entries` is a
+#: list indexed by opcode before 3.13, a dict keyed by the names that have any on 3.13)
+INLINE_CACHE_ENTRIES = (
+    {opcode.opmap[name]: n for name, n in opcode._inline_cache_entries.items() if name in opcode.opmap}
+    if PY >= (3, 13) else dict(enumerate(opcode._inline_cache_entries)))
 
 #: opcodes numbered 256 and up are pseudo-instructions of the compiler (`SETUP_FINALLY`,
 #: `JUMP`, ...): `dis.opmap` lists them from 3.12 on, code objects never hold them

@@ -155,7 +155,7 @@ class GeneratorVariable(IteratorVariable):
         """The sub-iterator of the `yield from` the body is suspended in, or None."""
         child = self.child
         nxt = child.instructions[child.ip]
-        if nxt.opname == "RESUME" and nxt.arg >= 2:
+        if nxt.opname == "RESUME" and nxt.arg & 3 >= 2:  # 3.13 adds a depth bit (4)
             return child.stack[-2]
         return None
 
