@@ -63,6 +63,10 @@ JUMPS_TAKE_BOOLS = PY >= (3, 13)
 #: `INTRINSIC_STOPITERATION_ERROR`)
 INTRINSIC_STOPITERATION_ERROR = 3
 
+#: 3.13's `list.sort` finds its first run further (gh-116554): a descending run goes on through
+#: equal items, and a reversed run through a rising suffix; the comparisons differ from 3.11's
+LIST_SORT_LONGER_RUNS = PY >= (3, 13)
+
 #: SEND at the end of a `yield from`: 3.11 pops the receiver with the sent value, 3.12 leaves it
 #: for the END_SEND at the jump target
 SEND_POPS_RECEIVER = PY < (3, 12)

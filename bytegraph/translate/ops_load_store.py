@@ -37,7 +37,15 @@ class LoadStoreOps:
             self.output.locate_first_use(name, self.location())
 
     def STORE_FAST(self, inst):
-        self.locals[inst.argval] = self.stack.pop()
+        self.store_fast(inst.argval, self.stack.pop())
+
+    def store_fast(self, name: str, value) -> None:
+        """Bind the local `name`; a NULL unbinds it (from 3.12, an inlined comprehension puts
+        back its loop variable that LOAD_FAST_AND_CLEAR found unbound with a STORE_FAST)."""
+        if value is NULL:
+            self.locals.pop(name, None)
+        else:
+            self.locals[name] = value
 
     def DELETE_FAST(self, inst):
         local_vars = self.locals

@@ -99,21 +99,27 @@ def LOAD_FAST_LOAD_FAST(tx, inst):
 def STORE_FAST_STORE_FAST(tx, inst):
     """Two STORE_FASTs: the top of the stack goes to the first local named, the next to the second."""
     first, second = inst.argval
-    tx.locals[first] = tx.stack.pop()
-    tx.locals[second] = tx.stack.pop()
+    tx.store_fast(first, tx.stack.pop())
+    tx.store_fast(second, tx.stack.pop())
 
 
 def STORE_FAST_LOAD_FAST(tx, inst):
     """A STORE_FAST then a LOAD_FAST."""
     stored, loaded = inst.argval
-    tx.locals[stored] = tx.stack.pop()
+    tx.store_fast(stored, tx.stack.pop())
     tx.load_fast(loaded)
 
 
+# what TO_BOOL's value goes to when the tracer leaves it as it is: they take the truth of any value
+_TAKES_TRUTH = frozenset({"POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "UNARY_NOT"})
+
+
 def TO_BOOL(tx, inst):
-    """Conversion to bool before a conditional jump or `not`: the tracer's jump handlers and
-    UNARY_NOT take the truth of any value themselves, so the value stays as it is (a break at
-    the jump emits TO_BOOL again before it, `sequences.truth_jump`)."""
+    """`bool(value)`. Before a conditional jump or `not` the value stays as it is: the tracer's
+    handlers take its truth themselves (a break there emits TO_BOOL again before it,
+    `sequences.truth_jump`); elsewhere (`not not x` is one TO_BOOL) it becomes the bool."""
+    if tx.instructions[tx.ip].opname not in _TAKES_TRUTH:
+        tx.stack.append(tx.call_builtin(bool, [tx.stack.pop()]))
 
 
 def FOR_ITER(tx, inst):

@@ -155,13 +155,28 @@ _CELL_ACCESS = {"LOAD_DEREF": sequences.load_attr, "STORE_DEREF": lambda name, *
     "STORE_ATTR", name, **location), "LOAD_CLOSURE": None, "LOAD_FAST": None}
 
 
+# 3.13's superinstructions on two locals, and the two instructions each stands for. A resume
+# function's locals are reordered (its parameters first), and the `bytecode` library (0.19.1)
+# packs a local numbered 16 into the 4 bits of a superinstruction's half (it splits only
+# above 16), so a resume function's body spells them as two instructions.
+_SUPERINSTRUCTIONS = {"LOAD_FAST_LOAD_FAST": ("LOAD_FAST", "LOAD_FAST"),
+                      "STORE_FAST_LOAD_FAST": ("STORE_FAST", "LOAD_FAST"),
+                      "STORE_FAST_STORE_FAST": ("STORE_FAST", "STORE_FAST")}
+
+
 def _cells_as_locals(body: list) -> tuple[list, list[int]]:
     """`body` with the cell and free variables accessed through locals holding the cells
-    (Note [Resumed cells]), and how many instructions each instruction of `body` became."""
+    (Note [Resumed cells]) and superinstructions split (`_SUPERINSTRUCTIONS`), and how many
+    instructions each instruction of `body` became."""
     out, sizes = [], []
     for item in body:
         if not isinstance(item, Instr):
             out.append(item)
+            continue
+        halves = _SUPERINSTRUCTIONS.get(item.name)
+        if halves is not None:
+            out += [Instr(name, arg, location=item.location) for name, arg in zip(halves, item.arg)]
+            sizes.append(2)
             continue
         if not isinstance(item.arg, (CellVar, FreeVar)):
             out.append(item)

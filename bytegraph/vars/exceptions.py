@@ -297,6 +297,11 @@ _PURE_CONSTRUCTOR_OPS = frozenset({
     "POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_TRUE",
     "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE", "JUMP_IF_FALSE_OR_POP",
     "JUMP_IF_TRUE_OR_POP",
+    # 3.12 and 3.13 (LOAD_DEREF: only of `__class__`, the one free variable allowed, for `super()`)
+    "RETURN_CONST", "LOAD_SUPER_ATTR", "LOAD_DEREF", "LOAD_FAST_CHECK", "LOAD_FAST_LOAD_FAST",
+    "STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST", "CALL_KW", "TO_BOOL", "POP_JUMP_IF_FALSE",
+    "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE", "END_FOR", "BINARY_SLICE",
+    "CONVERT_VALUE", "FORMAT_SIMPLE", "FORMAT_WITH_SPEC",
 })
 _CONSTRUCTORS = ("__init__", "__new__")
 _NOT_ATTRIBUTES = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", *_CONSTRUCTORS})
@@ -336,14 +341,33 @@ def _constructor_code_reason(fn: types.FunctionType, defined: set, writes_self: 
             return f"runs {op}"
         if op == "LOAD_GLOBAL" and (name != "super" or name in fn.__globals__):
             return f"reads the global {name}"
-        if op in ("LOAD_ATTR", "LOAD_METHOD", "STORE_ATTR") and name in defined:
+        if op in ("LOAD_ATTR", "LOAD_METHOD", "LOAD_SUPER_ATTR", "STORE_ATTR") and name in defined:
             return f"uses {name}, which its classes define"
-        if op == "STORE_ATTR" and not (writes_self and insts[i - 1].opname == "LOAD_FAST"
-                                       and insts[i - 1].argval == self_name):
+        if op == "STORE_ATTR" and not (writes_self and _local_pushed_last(insts[i - 1]) == self_name):
             return f"writes the attribute {name} of an object other than the new instance"
-        if op in ("STORE_FAST", "DELETE_FAST") and name == self_name:
+        if self_name in _locals_written(inst):
             return f"rebinds {self_name}"
     return None
+
+
+def _local_pushed_last(inst) -> str | None:
+    """The local whose value `inst` leaves on top of the stack (3.13's superinstructions too)."""
+    if inst.opname == "LOAD_FAST":
+        return inst.argval
+    if inst.opname in ("LOAD_FAST_LOAD_FAST", "STORE_FAST_LOAD_FAST"):
+        return inst.argval[1]
+    return None
+
+
+def _locals_written(inst) -> tuple:
+    """The locals `inst` stores or deletes."""
+    if inst.opname in ("STORE_FAST", "DELETE_FAST"):
+        return (inst.argval,)
+    if inst.opname == "STORE_FAST_STORE_FAST":
+        return inst.argval
+    if inst.opname == "STORE_FAST_LOAD_FAST":
+        return inst.argval[:1]
+    return ()
 
 
 def construct_exception(tx, cls: type, args: list, kwargs: dict) -> ExceptionVariable:

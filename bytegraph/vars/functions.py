@@ -333,11 +333,21 @@ _NESTED_FUNCTION_ATTRS = {
     "__annotations__": _read_annotations,
     "__dict__": lambda tx, fn, name: fn._dict(tx),
 }
+# 3.12's functions have `__type_params__` (`functools.update_wrapper` copies it): () for one
+# made by MAKE_FUNCTION (a generic `def f[T]` sets them through an intrinsic, not traced)
+_HAS_TYPE_PARAMS = hasattr(types.FunctionType, "__type_params__")
+if _HAS_TYPE_PARAMS:
+    _NESTED_FUNCTION_ATTRS["__type_params__"] = lambda tx, fn, name: ConstantVariable(())
 
 
 def _string_value(tx, name: str, value) -> None:
     if not (value.is_python_constant() and isinstance(value.as_python_constant(), str)):
         tx.raise_user_error(TypeError(f"{name} must be set to a string object"))
+
+
+def _tuple_value(tx, name: str, value) -> None:
+    if not issubclass(value.python_type(), tuple):
+        tx.raise_user_error(TypeError(f"{name} must be set to a tuple"))
 
 
 def _dict_value(tx, name: str, value) -> None:
@@ -353,6 +363,7 @@ _WRITABLE_DUNDERS = {
     "__doc__": lambda tx, name, value: None,
     "__module__": lambda tx, name, value: None,
     "__annotations__": _dict_value,
+    **({"__type_params__": _tuple_value} if _HAS_TYPE_PARAMS else {}),
 }
 
 
