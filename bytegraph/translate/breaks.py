@@ -312,6 +312,9 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
             cg.store_fast(name)
         if handler is not None and not _resumes_in_block(stack[:keep], handler.depth) or _reads_frame_locals(tx):
             _push_slots(cg, stack, 0)
+            if inst.opname in _CONDITIONAL_JUMPS or inst.opname == "UNARY_NOT":
+                # 3.13: the tracer left the operand as it was (TO_BOOL, COMPARE_OP's bool flag)
+                cg.instructions += sequences.to_bool(lineno=cg.lineno)
             _delete_residual_locals(cg, tx)
             body, label = body_with_label(code, _call_sequence_start(tx.instructions, index))
             cg.instructions += jump_into(body, label, cg.lineno)
