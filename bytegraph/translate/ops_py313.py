@@ -5,16 +5,14 @@ it over 3.12's handlers when the running interpreter is 3.13.
 
 The call layout flips on 3.13: a call's operands are `callable, NULL` (or `method, self`)
 then the arguments, where 3.11 and 3.12 have `NULL, callable` (or `method, self`). So
-LOAD_GLOBAL and LOAD_ATTR push their NULL after the value, and CALL, CALL_KW and
-CALL_FUNCTION_EX read the callable first. The translator's stack holds the NULL where
-CPython does, so residual code that pushes a break's stack back (`breaks._push_slots`,
-resume prologues) needs nothing of its own.
+LOAD_GLOBAL, LOAD_ATTR and LOAD_SUPER_ATTR push their NULL after the value; CALL, CALL_KW and
+CALL_FUNCTION_EX read the slots by `versions.NULL_BEFORE_CALLABLE` (`ops_calls.py`). The
+translator's stack holds the NULL where CPython does, so residual code that pushes a break's
+stack back (`breaks._push_slots`, resume prologues) needs nothing of its own.
 """
 from __future__ import annotations
 
-from ..vars.containers import DictVariable
 from ..vars.functions import NestedFunctionVariable
-from ..vars.iterators import iterator_of
 from .ops_stack import NULL
 
 
@@ -45,39 +43,10 @@ def LOAD_SUPER_ATTR(tx, inst):
         tx.stack.append(NULL)
 
 
-def CALL(tx, inst):
-    _call(tx, inst.arg, ())
-
-
 def CALL_KW(tx, inst):
     """A call whose last arguments are passed by keyword: their names' tuple is on top."""
     names = tx.stack.pop().as_python_constant()
-    _call(tx, inst.arg, names)
-
-
-def _call(tx, nargs: int, names: tuple) -> None:
-    """Call `callable, self or NULL, args...` (the last `len(names)` args by those keywords)."""
-    args = tx.popn(nargs)
-    self_or_null = tx.stack.pop()
-    fn = tx.stack.pop()
-    if self_or_null is not NULL:
-        args = [self_or_null, *args]
-    kwargs = {}
-    if names:
-        kwargs = dict(zip(names, args[len(args) - len(names):]))
-        args = args[:len(args) - len(names)]
-    tx.stack.append(fn.call_function(tx, args, kwargs))
-
-
-def CALL_FUNCTION_EX(tx, inst):
-    """`fn(*args, **kwargs)`: `callable, NULL, args, (kwargs)` on the stack."""
-    kwargs_vt = tx.stack.pop() if inst.arg & 1 else DictVariable({})
-    args_vt = tx.stack.pop()
-    tx.stack.pop()  # the NULL CPython 3.13 ignores here
-    fn = tx.stack.pop()
-    kwargs = kwargs_vt.as_kwargs(tx)
-    args = iterator_of(tx, args_vt).unpack(tx)
-    tx.stack.append(fn.call_function(tx, args, kwargs))
+    tx.call_from_stack(tx.popn(inst.arg), names)
 
 
 def LOAD_FAST(tx, inst):
