@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import dis
 
-from .._bytecode.versions import FIRST_PSEUDO_OPCODE
-
 _EXCEPTION_GROUPS = "`except*` (exception groups) is not traced"
 _GENERATOR = "`await` and async iteration are not traced; such frames run eagerly"
 _MODULE_LEVEL = "only appears in module or class bodies, which are not compiled"
@@ -55,11 +53,4 @@ _ALL_VERSIONS.update({
         "CALL_INTRINSIC_2", "CLEANUP_THROW", "LOAD_FROM_DICT_OR_DEREF", "LOAD_FROM_DICT_OR_GLOBALS")},
 })
 
-# `dis.opmap` lists the compiler's pseudo-instructions too from 3.12 (`JUMP`, `SETUP_*`, 3.13's
-# `LOAD_CLOSURE`, ...): no code object holds one, so none is dispatched
-_PSEUDO = "a pseudo-instruction of the compiler, never in a code object"
-_REAL = {name for name, opcode in dis.opmap.items() if opcode < FIRST_PSEUDO_OPCODE}
-UNSUPPORTED_OPCODES = {
-    **{name: why for name, why in _ALL_VERSIONS.items() if name in _REAL},
-    **{name: _PSEUDO for name in dis.opmap if name not in _REAL},
-}
+UNSUPPORTED_OPCODES = {name: why for name, why in _ALL_VERSIONS.items() if name in dis.opmap}
