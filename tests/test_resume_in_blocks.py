@@ -206,6 +206,21 @@ def test_break_in_except_block_falls_back_but_matches_eager():
     check(f, T(3, grad=True))
 
 
+def test_break_at_a_tensor_condition_in_except_block_takes_eagers_branch():
+    # 3.13's jump takes a bool (COMPARE_OP's bool flag, TO_BOOL): the body copy gets one
+    def f(x, y, n):
+        try:
+            n // (n - 1)
+        except ZeroDivisionError:
+            if x.sum() > 100:
+                y = y + 1
+            if not x.sum() < 100:
+                y = y + 2
+        return y
+
+    check(f, torch.ones(3), torch.zeros(3), 1)
+
+
 class UserCtx:
     def __enter__(self):
         return self

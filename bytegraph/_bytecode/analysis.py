@@ -202,10 +202,13 @@ def _compute_depths(code: types.CodeType) -> list[int]:
 # a read: it raises if the local is unbound, so whether it is bound matters.
 
 # 3.12's LOAD_FAST_CHECK reads a local that may be unbound, and LOAD_FAST_AND_CLEAR saves an
-# inlined comprehension's shadowed local to restore it after (a read); STORE_FAST_MAYBE_NULL
-# restores it (a write).
+# inlined comprehension's shadowed local to restore it after (a read); the STORE_FAST that
+# restores it writes.
 _FAST_READS = frozenset({"LOAD_FAST", "DELETE_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR"})
 _FAST_WRITES = frozenset({"STORE_FAST", "STORE_FAST_MAYBE_NULL"})
+# 3.13's superinstructions: what each does to the two locals `dis` names in its argval, in order
+_FAST_PAIRS = {"LOAD_FAST_LOAD_FAST": ("read", "read"), "STORE_FAST_STORE_FAST": ("write", "write"),
+               "STORE_FAST_LOAD_FAST": ("write", "read")}
 _CELL_REFS = frozenset({"LOAD_DEREF", "STORE_DEREF", "DELETE_DEREF", "LOAD_CLOSURE", "LOAD_CLASSDEREF"})
 
 
@@ -299,7 +302,17 @@ def _gen_kill(inst: Inst, bit: dict[str, int]) -> tuple[int, int]:
         return bit.get(inst.argval, 0), 0
     if inst.opname in _FAST_WRITES:
         return 0, bit.get(inst.argval, 0)
-    return 0, 0
+    pair = _FAST_PAIRS.get(inst.opname)
+    if pair is None:
+        return 0, 0
+    gen = kill = 0
+    for part, name in reversed(tuple(zip(pair, inst.argval))):  # the second part first
+        if part == "read":
+            gen |= bit.get(name, 0)
+        else:
+            gen &= ~bit.get(name, 0)
+            kill |= bit.get(name, 0)
+    return gen, kill
 
 
 def _add_implicit_reads(code: types.CodeType, bit: dict[str, int], gen_kill: list[tuple[int, int]]) -> None:
@@ -320,7 +333,7 @@ def _add_implicit_reads(code: types.CodeType, bit: dict[str, int], gen_kill: lis
             gen, kill = gen_kill[j]
             gen_kill[j] = gen | reads, kill
             call = insts[j]
-            is_call = call.opname in ("CALL", "CALL_FUNCTION_EX")
+            is_call = call.opname in ("CALL", "CALL_KW", "CALL_FUNCTION_EX")
             if is_call and depths[j] + stack_effect(call, False) == result_depth:
                 break
             if call.opname == "LOAD_SUPER_ATTR" and depths[j] == result_depth + 2:  # 3.12: super, class, self

@@ -25,12 +25,16 @@ Invariants:
   enters a user's body in the middle (resume functions, residual code at a break)
   needs that: the library's flow analysis would start from the wrong stack.
 
-Emitting 3.11 instructions with the `bytecode` library (see the module tests):
-- `Instr("LOAD_GLOBAL", (push_null, name))`; a call is
-  `PUSH_NULL or LOAD_GLOBAL (True, f)`, args, `PRECALL n`, `CALL n`.
-- `Instr("LOAD_METHOD", name)` pushes `meth, self` or `NULL, callable`; follow
-  with `PRECALL n; CALL n`. `LOAD_ATTR` takes a plain name.
-- `Instr("KW_NAMES", ("a", "b"))` takes the tuple itself (the library stores the
+Emitting instructions with the `bytecode` library (see the module tests); the sequences
+that differ by version are built by `sequences.py` (a call's callable and NULL, the call,
+attribute and method loads), never by hand:
+- `Instr("LOAD_GLOBAL", (push_null, name))`: with the flag the interpreter places the NULL
+  a call takes itself. Another callable is pushed with `sequences.push_callable` (or
+  `PyCodegen.push_callable`): `PUSH_NULL` below the callable on 3.11 and 3.12, above it
+  on 3.13; then the args, then `sequences.call(n)` (3.11: `PRECALL n; CALL n`).
+- 3.11's `Instr("LOAD_METHOD", name)` pushes `meth, self` or `NULL, callable`; follow
+  with a call. `LOAD_ATTR` takes a plain name on 3.11 (`sequences.load_attr`).
+- 3.11's `Instr("KW_NAMES", ("a", "b"))` takes the tuple itself (the library stores the
   constant); it goes right before `PRECALL n`, n counting keyword args too.
 - Closure ops take `CellVar(name)` / `FreeVar(name)`, not strings.
 - `BINARY_OP` takes an int (or `bytecode.BinaryOp`); `COMPARE_OP` a `Compare`.

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 from bytegraph._bytecode.analysis import edges, handlers, stack_effect
 from bytegraph._bytecode.instructions import Inst, instructions_of
-from bytegraph._bytecode.versions import JUMPS, LOAD_ATTR_METHOD_BIT
+from bytegraph._bytecode.versions import INLINE_CACHE_ENTRIES, JUMPS, LOAD_ATTR_METHOD_BIT
 
 _EXTENDED_ARG = opcode.opmap["EXTENDED_ARG"]
 _CACHE = opcode.opmap["CACHE"]
@@ -108,7 +108,7 @@ def _raw(code: types.CodeType) -> Iterator[tuple[int, int, int, int]]:
             offset += 2
             continue
         yield start, offset, op, arg
-        offset += 2 + 2 * opcode._inline_cache_entries[op]
+        offset += 2 + 2 * INLINE_CACHE_ENTRIES.get(op, 0)
         arg = 0
         start = None
 
@@ -141,7 +141,7 @@ def _check_operands(code: types.CodeType) -> frozenset[int]:
             stored.add(arg)
         if op in _JUMP_OPS:
             step = -2 * arg if op in _BACKWARD_JUMPS else 2 * arg  # from after the inline caches
-            jumps.append((offset, name, offset + 2 + 2 * opcode._inline_cache_entries[op] + step))
+            jumps.append((offset, name, offset + 2 + 2 * INLINE_CACHE_ENTRIES.get(op, 0) + step))
     for offset, name, target in jumps:
         if target not in boundaries:
             _fail(code, offset, f"{name} targets offset {target}, not an instruction")

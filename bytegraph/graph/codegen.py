@@ -18,6 +18,7 @@ from bytecode import Instr, Label
 from bytecode.instr import CellVar, FreeVar
 
 from .._bytecode import sequences
+from .._bytecode.versions import NULL_BEFORE_CALLABLE
 from ..guards.sources import LocalSource
 
 GRAPH_OUT = "__bg_graph_out"
@@ -87,6 +88,8 @@ class PyCodegen:
         self._emit("LOAD_DEREF", FreeVar(name) if name in self.code.co_freevars else CellVar(name))
 
     def load_global(self, name: str, push_null: bool = False) -> None:
+        """`LOAD_GLOBAL name`; with `push_null`, for a call: the interpreter puts the NULL
+        where its calls take it (below the global before 3.13, above it on 3.13)."""
         self._emit("LOAD_GLOBAL", (push_null, name))
 
     def load_globals_dict(self) -> None:
@@ -102,7 +105,24 @@ class PyCodegen:
         self._emit(opname, count)
 
     def push_null(self) -> None:
+        """Push a NULL stack slot of the translator's stack model (a call's callable is pushed
+        with `push_callable`, which places the NULL)."""
         self._emit("PUSH_NULL")
+
+    def push_callable(self, load) -> None:
+        """Push the callable of a following `call(n)`: `load()` emits the instructions that
+        leave it on top of the stack, and the NULL a call of a plain callable takes goes below
+        it (3.11, 3.12) or above it (3.13) (`versions.NULL_BEFORE_CALLABLE`)."""
+        if NULL_BEFORE_CALLABLE:
+            self.push_null()
+            load()
+        else:
+            load()
+            self.push_null()
+
+    def push_callable_const(self, fn) -> None:
+        """`push_callable` of the constant `fn`."""
+        self.push_callable(lambda: self.load_const(fn))
 
     def load_method(self, name: str) -> None:
         self.instructions.append(sequences.load_method(name, lineno=self.lineno))
@@ -115,19 +135,15 @@ class PyCodegen:
     def load_generic_attr(self, push_base, attr: str) -> None:
         """`object.__getattribute__(<what push_base() loads>, attr)`: an attribute read past
         the class's Python `__getattribute__` (`GenericAttrSource`)."""
-        self.push_null()
-        self.load_const(object.__getattribute__)
+        self.push_callable_const(object.__getattribute__)
         push_base()
         self.load_const(attr)
         self.call(2)
 
-    def kw_names(self, names: tuple) -> None:
-        """The keyword names of the next call (its last `len(names)` arguments)."""
-        self._emit("KW_NAMES", names)
-
-    def call(self, nargs: int) -> None:
-        for inst in sequences.call(nargs, lineno=self.lineno):
-            self.instructions.append(inst)
+    def call(self, nargs: int, kw_names: tuple = ()) -> None:
+        """Call the callable below `nargs` arguments (`push_callable`), the last
+        `len(kw_names)` of them passed by those keywords."""
+        self.instructions += sequences.call(nargs, kw_names, lineno=self.lineno)
 
     def return_value(self) -> None:
         self._emit("RETURN_VALUE")
@@ -240,7 +256,8 @@ class PyCodegen:
 
     def load_closure(self, name: str) -> None:
         """Push the cell object itself of the frame's cell or free variable `name`."""
-        self._emit("LOAD_CLOSURE", FreeVar(name) if name in self.code.co_freevars else CellVar(name))
+        var = FreeVar(name) if name in self.code.co_freevars else CellVar(name)
+        self.instructions.append(sequences.load_closure(var, lineno=self.lineno))
 
     def load_frame_cell(self, vt) -> bool:
         """Push the root frame's own cell that the cell tracker `vt` stands for at a break
@@ -275,8 +292,8 @@ class PyCodegen:
         """Push the stack item `depth` deep (1: the top) again."""
         self._emit("COPY", depth)
 
-    def call_and_pop(self, nargs: int) -> None:
-        self.call(nargs)
+    def call_and_pop(self, nargs: int, kw_names: tuple = ()) -> None:
+        self.call(nargs, kw_names)
         self.pop_top()
 
     def call_and_pop_2(self) -> None:
@@ -286,8 +303,7 @@ class PyCodegen:
         """The replay record `helper(<source>, <new>)` (Note [Replay records]): `push_new`
         pushes the new state."""
         def push():
-            self.push_null()
-            self.load_const(helper)
+            self.push_callable_const(helper)
             source.reconstruct(self)
             push_new()
         return push, self.call_and_pop_2

@@ -331,8 +331,7 @@ class SideEffects:
         for _, store in records:
             store()
         for vt in self.positioned:  # filled while the operands above were built
-            cg.push_null()
-            cg.load_const(set_iterator_state)
+            cg.push_callable_const(set_iterator_state)
             cg.reconstruct(vt)
             cg.load_const(vt.index)
             cg.call_and_pop_2()
@@ -389,15 +388,12 @@ def _bound(method, arg):
 def _call_record(cg, fn, args, kwargs):
     """`fn(*args, **kwargs)` called from the residual code, its result dropped."""
     def push():
-        cg.push_null()
-        cg.load_const(fn)
+        cg.push_callable_const(fn)
         for vt in (*args, *kwargs.values()):
             cg.reconstruct(vt)
 
     def call():
-        if kwargs:
-            cg.kw_names(tuple(kwargs))
-        cg.call_and_pop(len(args) + len(kwargs))
+        cg.call_and_pop(len(args) + len(kwargs), tuple(kwargs))
     return push, call
 
 
@@ -415,8 +411,7 @@ def _global_record(cg, globals_source, name, value):
         # `dict.pop(module_dict, name, None)`: a global the trace made and deleted again may
         # be absent from the real dict, where eager's `del` found it (made during the call)
         def push_pop():
-            cg.push_null()
-            cg.load_const(dict.pop)
+            cg.push_callable_const(dict.pop)
             globals_source.reconstruct(cg)
             cg.load_const(name)
             cg.load_const(None)

@@ -613,8 +613,7 @@ class ContainerOfSource(Source):
         return self.base
 
     def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_const(container_of)
+        cg.push_callable_const(container_of)
         cg.load_source(self.base)
         cg.call(1)
 
@@ -636,8 +635,7 @@ class LengthSource(Source):
         return self.base
 
     def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_const(len)
+        cg.push_callable_const(len)
         cg.load_source(self.base)
         cg.call(1)
 
@@ -728,8 +726,7 @@ class CMethodResultSource(Source):
         return self.base
 
     def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_const(self.fn)
+        cg.push_callable_const(self.fn)
         cg.load_source(self.base)
         for arg in self.args:
             cg.load_const(arg)
@@ -786,8 +783,7 @@ class ContextVarSource(Source):
         return self.base
 
     def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_const(self._reader())
+        cg.push_callable_const(self._reader())
         cg.load_source(self.base)
         cg.call(1)
 
@@ -869,8 +865,7 @@ class NthEntrySource(Source):
         return self.base
 
     def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_const(list)
+        cg.push_callable_const(list)
         cg.load_source(self.base)
         if self.values:
             cg.call_method0("values")
@@ -983,8 +978,7 @@ class WeakRefCallSource(Source):
         return self.base
 
     def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_source(self.base)
+        cg.push_callable(lambda: cg.load_source(self.base))
         cg.call(0)
 
 
@@ -1000,8 +994,7 @@ class IntermediateHookTokenSource(Source):
         return "the intermediate-hook token"
 
     def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_const(IntermediateHooks)
+        cg.push_callable_const(IntermediateHooks)
         cg.call(0)
         cg.copy(1)
         cg.store_fast(HOOKS_SLOT_LOCAL)
@@ -1034,13 +1027,10 @@ class MadeModuleSource(ObjectSource):
         return f"a {type(self.obj).__qualname__} made in the compiled function"
 
     def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_const(type(self.obj))
+        cg.push_callable_const(type(self.obj))
         for value in (*self.args, *self.kwargs.values()):
             cg.load_const(value)
-        if self.kwargs:
-            cg.kw_names(tuple(self.kwargs))
-        cg.call(len(self.args) + len(self.kwargs))
+        cg.call(len(self.args) + len(self.kwargs), tuple(self.kwargs))
 
 
 class StateQuerySource:

@@ -99,7 +99,8 @@ import types
 
 from bytecode import Instr, Label, TryBegin, TryEnd
 
-from .._bytecode.versions import HAS_PRECALL, LOAD_ATTR_METHOD_BIT, TRUTH_JUMPS
+from .._bytecode import sequences
+from .._bytecode.versions import HAS_PRECALL, LOAD_ATTR_METHOD_BIT, NULL_BEFORE_CALLABLE, TRUTH_JUMPS
 from .._bytecode.analysis import cells_read_before_written, handlers, is_comprehension_cleanup, live_locals
 from .._bytecode.instructions import instructions_of
 from ..errors import GraphBreak
@@ -114,7 +115,8 @@ _EFFECTS = {
     "IS_OP": (2, 1), "UNARY_NEGATIVE": (1, 1), "UNARY_POSITIVE": (1, 1), "UNARY_INVERT": (1, 1),
     "UNARY_NOT": (1, 1), "GET_ITER": (1, 1), "LOAD_ATTR": (1, 1), "STORE_ATTR": (2, 0),
     "STORE_SUBSCR": (3, 0), "DELETE_SUBSCR": (2, 0), "STORE_GLOBAL": (1, 0), "DELETE_ATTR": (1, 0),
-    "BEFORE_WITH": (1, 2),
+    "BEFORE_WITH": (1, 2), "TO_BOOL": (1, 1), "CONVERT_VALUE": (1, 1), "FORMAT_SIMPLE": (1, 1),
+    "FORMAT_WITH_SPEC": (2, 1),
 }
 _CONDITIONAL_JUMPS = TRUTH_JUMPS
 _NOT_RESUMED_FLAGS = 0x20 | 0x80 | 0x100 | 0x200  # generators and coroutines
@@ -131,6 +133,8 @@ def _effect(inst) -> tuple[int, int] | None:
         return (1, 0)
     if name == "CALL":
         return (inst.arg + 2, 1)
+    if name == "CALL_KW":  # the keyword names' tuple on top
+        return (inst.arg + 3, 1)
     if name == "CALL_FUNCTION_EX":
         return (3 + (inst.arg & 1), 1)
     if name == "BUILD_STRING":
@@ -230,22 +234,41 @@ def nested_break(frames, fn) -> tuple[list, types.FunctionType] | None:
 
 
 def _call_operands_start(tx) -> int | None:
-    """Where the operands of the frame's current call start on its stack (the NULL or
-    method slot); None if the current instruction is not a call."""
+    """Where the operands of the frame's current call start on its stack (its callable and
+    NULL slots, `_callable_and_null`); None if the current instruction is not a call."""
     inst, stack = tx.inst, tx.snapshot_stack
+    start = _operands_start(inst, stack)
+    if inst.opname == "CALL_FUNCTION_EX" and stack[_callable_and_null(start)[1]] is not NULL:
+        return None
+    return start
+
+
+def _operands_start(inst, stack) -> int | None:
+    """Where a call instruction's operands start on `stack`: its two callable slots, then
+    the arguments; None if `inst` is not a call."""
     if inst.opname == "CALL":
         return len(stack) - inst.arg - 2
+    if inst.opname == "CALL_KW":
+        return len(stack) - inst.arg - 3
     if inst.opname == "CALL_FUNCTION_EX":
-        start = len(stack) - 3 - (inst.arg & 1)
-        return start if stack[start] is NULL else None
+        return len(stack) - 3 - (inst.arg & 1)
     return None
 
 
+def _callable_and_null(start: int) -> tuple[int, int]:
+    """The slots of a call's callable and of the NULL beside it, its operands starting at
+    `start` (a method call has its method and `self` there): `NULL, callable` on 3.11 and
+    3.12, `callable, NULL` on 3.13 (`versions.NULL_BEFORE_CALLABLE`)."""
+    return (start + 1, start) if NULL_BEFORE_CALLABLE else (start, start + 1)
+
+
 def _inlined_function(tx, operands: list, code) -> types.FunctionType | None:
-    """The real function whose frame, with code `code`, the call with `operands` ([NULL or
-    method, callable or self, ...]) inlined directly, so the frame's result is the call's
-    result; None if there is none, or its frame cannot be resumed on its own."""
-    vt = operands[1] if operands[0] is NULL else operands[0]
+    """The real function whose frame, with code `code`, the call with `operands` (its
+    callable slots, `_callable_and_null`, then its arguments) inlined directly, so the
+    frame's result is the call's result; None if there is none, or its frame cannot be
+    resumed on its own."""
+    fn_slot, null_slot = _callable_and_null(0)
+    vt = operands[fn_slot] if operands[null_slot] is NULL else operands[0]
     fn = vt.inlined_function()
     if not isinstance(fn, types.FunctionType) or fn.__code__ is not code or code.co_flags & _NOT_RESUMED_FLAGS:
         return None
@@ -304,6 +327,9 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
             cg.store_fast(name)
         if handler is not None and not _resumes_in_block(stack[:keep], code, handler) or _reads_frame_locals(tx):
             _push_slots(cg, stack, 0)
+            if inst.opname in _CONDITIONAL_JUMPS or inst.opname == "UNARY_NOT":
+                # 3.13: the tracer left the operand as it was (TO_BOOL, COMPARE_OP's bool flag)
+                cg.instructions += sequences.to_bool(lineno=cg.lineno)
             _delete_residual_locals(cg, tx)
             body, label = body_with_label(code, _call_sequence_start(tx.instructions, index))
             cg.instructions += jump_into(body, label, cg.lineno)
@@ -316,7 +342,7 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
     after = [vt is NULL for vt in stack[:keep]] + [False] * pushes
     if inst.opname in _CONDITIONAL_JUMPS:
         other = Label()
-        cg.instructions.append(Instr(_CONDITIONAL_JUMPS[inst.opname], other, lineno=cg.lineno))
+        cg.instructions += sequences.truth_jump(inst.opname, other, lineno=cg.lineno)
         _leave_block(cg, block, handler, stack)
         _call_rest(cg, tx, fn, index + 1, after, waiting, compile_fn)
         cg.instructions.append(other)
@@ -328,6 +354,8 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
                 cg.instructions.append(Instr("KW_NAMES", tx.snapshot_kw_names, lineno=cg.lineno))
             if HAS_PRECALL:
                 cg.instructions.append(Instr("PRECALL", inst.arg, lineno=cg.lineno))
+        elif inst.opname == "UNARY_NOT":  # the tracer left its operand as it was (3.13's TO_BOOL)
+            cg.instructions += sequences.to_bool(lineno=cg.lineno)
         instr = original_instr(code, index)
         cg.instructions.append(instr if root else Instr(instr.name, instr.arg, lineno=cg.lineno))
         for slot in reversed(range(keep, keep + pushes)):
@@ -425,8 +453,7 @@ def _push_slots(cg, stack: list, start: int) -> None:
         if vt is NULL:
             cg.push_null()
         elif vt.handled_exception is not None:  # Note [Handlers at a break]
-            cg.push_null()
-            cg.load_const(_handled_here)
+            cg.push_callable_const(_handled_here)
             cg.load_fast(_stack_temp(slot))
             cg.load_const(vt.handled_exception[1])
             cg.call(2)
@@ -462,13 +489,12 @@ def _stack_temp(slot: int) -> str:
 
 
 def _callable_slot(inst, stack) -> int | None:
-    if inst.opname == "CALL":
-        slot = len(stack) - inst.arg - 1
-    elif inst.opname == "CALL_FUNCTION_EX":  # [NULL, callable, args tuple, (kwargs dict)]
-        slot = len(stack) - 2 - (inst.arg & 1)
-    else:
+    """The stack slot of the callable of the call `inst` (None: not a call, or a method call)."""
+    start = _operands_start(inst, stack)
+    if start is None:
         return None
-    return slot if slot >= 1 and stack[slot - 1] is NULL else None
+    slot, null_slot = _callable_and_null(start)
+    return slot if null_slot >= 0 and stack[null_slot] is NULL else None
 
 
 def _reconstruct_callee(cg, vt, compile_fn) -> None:
@@ -487,16 +513,14 @@ def _reconstruct_callee(cg, vt, compile_fn) -> None:
 
 def _bound_compiled(cg, fn_vt, obj_vt, compile_fn) -> None:
     """Push `types.MethodType(compile_fn(<fn>), <obj>)`."""
-    cg.push_null()
-    cg.load_const(types.MethodType)
+    cg.push_callable_const(types.MethodType)
     _compiled_at_runtime(cg, fn_vt, compile_fn)
     cg.reconstruct(obj_vt)
     cg.call(2)
 
 
 def _compiled_at_runtime(cg, fn_vt, compile_fn) -> None:
-    cg.push_null()
-    cg.load_const(compile_fn)
+    cg.push_callable_const(compile_fn)
     cg.reconstruct(fn_vt)
     cg.call(1)
 
@@ -514,8 +538,7 @@ def _call_rest(cg, tx, fn, index: int, null_slots: list, waiting: list, compile_
     if waiting:
         resume = make_continuation(tuple((r, len(before)) for r, before, _ in waiting), resume)
         args = [_waiting_temp(i) for i in range(sum(len(b) + len(a) for _, b, a in waiting))] + args
-    cg.push_null()
-    cg.load_const(compile_fn(resume))
+    cg.push_callable_const(compile_fn(resume))
     for name in args:
         cg.load_fast(name)
     cg.call(len(args))

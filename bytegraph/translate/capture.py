@@ -161,8 +161,7 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
         def restore_world(cg):
             output.side_effects.replay(cg)
             if output.grad_enabled != output.initial_grad_enabled:  # eager code runs next: set the mode
-                cg.push_null()
-                cg.load_const(torch._C._set_grad_enabled)
+                cg.push_callable_const(torch._C._set_grad_enabled)
                 cg.load_const(output.grad_enabled)
                 cg.call(1)
                 cg.pop_top()

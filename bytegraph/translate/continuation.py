@@ -65,11 +65,11 @@ def _build(waiting: tuple, last: types.FunctionType) -> types.FunctionType:
         before = [_param(link, n) for n in names[:result_at]]
         after.append([_param(link, n) for n in names[result_at + 1:]])
         params += before + after[-1]
-        body += [Instr("PUSH_NULL"), Instr("LOAD_CONST", resume), *(Instr("LOAD_FAST", n) for n in before)]
+        body += [*sequences.push_callable([Instr("LOAD_CONST", resume)]), *(Instr("LOAD_FAST", n) for n in before)]
     code = last.__code__
     inner = [_param(len(waiting), n) for n in code.co_varnames[:code.co_argcount]]
     params += inner
-    body += [Instr("PUSH_NULL"), Instr("LOAD_CONST", last), *(Instr("LOAD_FAST", n) for n in inner),
+    body += [*sequences.push_callable([Instr("LOAD_CONST", last)]), *(Instr("LOAD_FAST", n) for n in inner),
              *sequences.call(len(inner))]
     for (resume, _), names in zip(reversed(waiting), reversed(after)):
         nargs = resume.__code__.co_argcount

@@ -155,7 +155,7 @@ class GeneratorVariable(IteratorVariable):
         """The sub-iterator of the `yield from` the body is suspended in, or None."""
         child = self.child
         nxt = child.instructions[child.ip]
-        if nxt.opname == "RESUME" and nxt.arg >= 2:
+        if nxt.opname == "RESUME" and nxt.arg & 3 >= 2:  # 3.13 adds a depth bit (4)
             return child.stack[-2]
         return None
 
@@ -276,8 +276,7 @@ class GeneratorVariable(IteratorVariable):
         live = live_values(child, index)
         resume = make_resume_function(_Globals(child.f_globals), child.code, index,
                                       tuple(vt is NULL for vt in stack), tuple(name for name, _ in live), primed=True)
-        cg.push_null()
-        cg.load_const(_resumed)
+        cg.push_callable_const(_resumed)
         cg.load_const(resume)
         values = [vt for vt in stack if vt is not NULL] + [vt for _, vt in live]
         cg.reconstruct_items(values, "BUILD_TUPLE")
@@ -303,8 +302,7 @@ class GeneratorVariable(IteratorVariable):
             return self._reconstruct_suspended(cg)
         if self.state == _RUNNING:
             cg.tx.unsupported(f"{self.describe()} is running at the graph break", category="unsupported output")
-        cg.push_null()
-        cg.load_const(_remake)
+        cg.push_callable_const(_remake)
         cg.reconstruct(self.fn)
         cg.reconstruct_items(self.args, "BUILD_TUPLE")
         reconstruct_map(cg, self.kwargs)

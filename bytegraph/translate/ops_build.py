@@ -93,14 +93,18 @@ class BuildOps:
 
     def FORMAT_VALUE(self, inst):
         spec = self.stack.pop().as_python_constant() if inst.arg & 0x04 else ""
-        value = self.stack.pop()
+        self.stack.append(self.format_value(self.stack.pop(), inst.arg & 0x03, spec))
+
+    def format_value(self, value, conversion: int, spec: str):
+        """`format(conversion(value), spec)` of an f-string's field (`conversion` as FORMAT_VALUE's
+        low bits, 3.13's CONVERT_VALUE argument: 0 none, 1 str, 2 repr, 3 ascii)."""
         if not value.is_python_constant():
             self.unsupported(f"formatting {value.describe()} into a string", category="unsupported call")
         raw = value.as_python_constant()
-        conversion = _CONVERSIONS[inst.arg & 0x03]
-        if conversion is not None:
-            raw = conversion(raw)
-        self.stack.append(ConstantVariable(format(raw, spec)))
+        convert = _CONVERSIONS[conversion]
+        if convert is not None:
+            raw = convert(raw)
+        return ConstantVariable(format(raw, spec))
 
     def MAKE_FUNCTION(self, inst):
         code = self.stack.pop().as_python_constant()

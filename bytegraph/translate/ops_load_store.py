@@ -24,7 +24,10 @@ _CONSTANT_TYPES = frozenset(CONSTANT_TYPES)
 
 class LoadStoreOps:
     def LOAD_FAST(self, inst):
-        name = inst.argval
+        self.load_fast(inst.argval)
+
+    def load_fast(self, name: str) -> None:
+        """Push the local `name` (3.13's LOAD_FAST_LOAD_FAST pushes two)."""
         try:
             self.stack.append(self.locals[name])
         except KeyError:
@@ -34,7 +37,15 @@ class LoadStoreOps:
             self.output.locate_first_use(name, self.location())
 
     def STORE_FAST(self, inst):
-        self.locals[inst.argval] = self.stack.pop()
+        self.store_fast(inst.argval, self.stack.pop())
+
+    def store_fast(self, name: str, value) -> None:
+        """Bind the local `name`; a NULL unbinds it (from 3.12, an inlined comprehension puts
+        back its loop variable that LOAD_FAST_AND_CLEAR found unbound with a STORE_FAST)."""
+        if value is NULL:
+            self.locals.pop(name, None)
+        else:
+            self.locals[name] = value
 
     def DELETE_FAST(self, inst):
         if not unbind(self.locals, inst.argval):  # Note [Arguments wrapped when read]: an unread one too
@@ -55,18 +66,20 @@ class LoadStoreOps:
     def LOAD_GLOBAL(self, inst):
         if inst.arg & 1:
             self.stack.append(NULL)
-        name = inst.argval
+        self.stack.append(self.global_value(inst.argval))
+
+    def global_value(self, name: str):
+        """The tracker of the global `name` (a pending write of the trace's, else the
+        module's value); a NameError for a deleted one."""
         pending = self.output.side_effects.pending_global(self.f_globals, name)
         if pending is None:
             value = self.f_globals.get(name, _MISSING)
             if type(value) is int:  # e.g. `global step; step += 1`: pinned only if used as a value
-                self.stack.append(wrap_int(self, value, global_source(self.globals_source, name)))
-            else:
-                self.stack.append(self.load_global_value(name))
-        elif pending is DELETED:
-            self.raise_user_error(NameError(f"name '{inst.argval}' is not defined"))
-        else:
-            self.stack.append(pending)
+                return wrap_int(self, value, global_source(self.globals_source, name))
+            return self.load_global_value(name)
+        if pending is DELETED:
+            self.raise_user_error(NameError(f"name '{name}' is not defined"))
+        return pending
 
     def STORE_GLOBAL(self, inst):
         """Recorded in the side-effect log (any module's globals), replayed after the graph."""

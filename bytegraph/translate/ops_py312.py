@@ -125,16 +125,6 @@ def LOAD_FAST_AND_CLEAR(tx, inst):
     tx.stack.append(value)
 
 
-def STORE_FAST(tx, inst):
-    """As 3.11's; the end of an inlined comprehension stores the saved local back, a NULL
-    (its compiler's STORE_FAST_MAYBE_NULL) unbinding it again."""
-    value = tx.stack.pop()
-    if value is NULL:
-        tx.locals.pop(inst.argval, None)
-    else:
-        tx.locals[inst.argval] = value
-
-
 _INTRINSIC_1_NAMES = getattr(dis, "_intrinsic_1_descs", ())
 _INTRINSIC_UNARY_POSITIVE, _INTRINSIC_LIST_TO_TUPLE = 5, 6  # their indices in _INTRINSIC_1_NAMES
 

@@ -17,8 +17,8 @@ and the code after it keep sharing them; so do its free variables (a closure's o
 cells), so one resume function serves every closure made from the same code. In the
 resume function's code a cell or free variable `c` is a plain local holding the cell:
 `LOAD_DEREF c` becomes `LOAD_FAST c; LOAD_ATTR cell_contents`, `STORE_DEREF c` becomes
-`LOAD_FAST c; STORE_ATTR cell_contents` and `LOAD_CLOSURE c` becomes `LOAD_FAST c`. The
-tracer wraps such an argument as the real cell (`LocalCellContentsSource`), so reads are
+`LOAD_FAST c; STORE_ATTR cell_contents` and `LOAD_CLOSURE c` (3.13: `LOAD_FAST` of the cell)
+becomes `LOAD_FAST c`. The tracer wraps such an argument as the real cell (`LocalCellContentsSource`), so reads are
 guarded and writes replayed into it. An empty cell read this way raises ValueError where
 eager raises NameError, so a break resumes only where that cannot happen
 (`breaks.cells_reason`): no cell the code after the break may read before assigning it is
@@ -154,16 +154,31 @@ def make_resume_function(fn: types.FunctionType, code: types.CodeType, index: in
 
 # How Note [Resumed cells] spells each instruction on a cell variable `c`, after `LOAD_FAST c`.
 _CELL_ACCESS = {"LOAD_DEREF": sequences.load_attr, "STORE_DEREF": lambda name, **location: Instr(
-    "STORE_ATTR", name, **location), "LOAD_CLOSURE": None}
+    "STORE_ATTR", name, **location), "LOAD_CLOSURE": None, "LOAD_FAST": None}
+
+
+# 3.13's superinstructions on two locals, and the two instructions each stands for. A resume
+# function's locals are reordered (its parameters first), and the `bytecode` library (0.19.1)
+# packs a local numbered 16 into the 4 bits of a superinstruction's half (it splits only
+# above 16), so a resume function's body spells them as two instructions.
+_SUPERINSTRUCTIONS = {"LOAD_FAST_LOAD_FAST": ("LOAD_FAST", "LOAD_FAST"),
+                      "STORE_FAST_LOAD_FAST": ("STORE_FAST", "LOAD_FAST"),
+                      "STORE_FAST_STORE_FAST": ("STORE_FAST", "STORE_FAST")}
 
 
 def _cells_as_locals(body: list) -> tuple[list, list[int]]:
     """`body` with the cell and free variables accessed through locals holding the cells
-    (Note [Resumed cells]), and how many instructions each instruction of `body` became."""
+    (Note [Resumed cells]) and superinstructions split (`_SUPERINSTRUCTIONS`), and how many
+    instructions each instruction of `body` became."""
     out, sizes = [], []
     for item in body:
         if not isinstance(item, Instr):
             out.append(item)
+            continue
+        halves = _SUPERINSTRUCTIONS.get(item.name)
+        if halves is not None:
+            out += [Instr(name, arg, location=item.location) for name, arg in zip(halves, item.arg)]
+            sizes.append(2)
             continue
         if not isinstance(item.arg, (CellVar, FreeVar)):
             out.append(item)

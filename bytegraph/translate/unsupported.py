@@ -50,10 +50,7 @@ _ALL_VERSIONS.update({
     **dict.fromkeys(("LOAD_FROM_DICT_OR_DEREF", "LOAD_FROM_DICT_OR_GLOBALS", "LOAD_LOCALS"),
                     "only appears in class bodies and PEP 695 annotation scopes, which are not compiled"),
     "CALL_INTRINSIC_2": "PEP 695 type parameters and `except*` (its two-argument intrinsics) are not traced",
-    **{name: _NOT_YET for name in (
-        "CALL_KW", "TO_BOOL", "CONVERT_VALUE", "FORMAT_SIMPLE",
-        "FORMAT_WITH_SPEC", "LOAD_FAST_LOAD_FAST", "STORE_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST",
-        "SET_FUNCTION_ATTRIBUTE", "EXIT_INIT_CHECK")},
+    "EXIT_INIT_CHECK": "only in the interpreter's own frame that runs a class's __init__ (never in a function's code)",
 })
 
 UNSUPPORTED_OPCODES = {name: why for name, why in _ALL_VERSIONS.items() if name in dis.opmap}

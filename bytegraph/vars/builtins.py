@@ -680,6 +680,16 @@ def _exc_info(tx, fn, args, kwargs):
     return TupleVariable([tx.wrap(exc.python_type(), None), exc, TracebackVariable(exc)])
 
 
+@handles(sys.exception)
+def _exception(tx, fn, args, kwargs):
+    """`sys.exception()`: the exception being handled where it is called, or None (3.13's
+    `contextlib.ExitStack.__exit__` calls it)."""
+    if args or kwargs:
+        tx.raise_user_error(TypeError("exception() takes no arguments"))
+    exc = tx.active_exception()
+    return ConstantVariable(None) if exc is None else exc
+
+
 @provides("binary_operator")
 def _binary_operator(tx, op, args: list):
     return _operator(tx, op, args, {})

@@ -87,8 +87,7 @@ class BaseContainerMethodVariable(VariableTracker):
         return tx.wrap(result, CMethodResultSource(self.obj.source, self.method, consts))
 
     def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_const(types.MethodType)
+        cg.push_callable_const(types.MethodType)
         cg.load_const(self.method)
         cg.reconstruct(self.obj)
         cg.call(2)
@@ -146,8 +145,7 @@ class ContentsViewVariable(VariableTracker):
         return bool(self.items)
 
     def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_const(self.method)
+        cg.push_callable_const(self.method)
         cg.reconstruct(self.obj)
         cg.call(1)
 

@@ -253,8 +253,7 @@ class SizeVariable(TupleVariable):
 
     def reconstruct(self, cg) -> None:
         if any(item.is_symbolic() for item in self.items):
-            cg.push_null()
-            cg.load_const(torch.Size)
+            cg.push_callable_const(torch.Size)
             cg.reconstruct_items(self.items, "BUILD_TUPLE")
             cg.call(1)
             return
@@ -313,8 +312,7 @@ class NamedTupleVariable(TupleVariable):
         if self.source is not None:
             super().reconstruct(cg)
             return
-        cg.push_null()
-        cg.load_const(self.tuple_cls)
+        cg.push_callable_const(self.tuple_cls)
         for item in self.items:
             cg.reconstruct(item)
         if hasattr(self.tuple_cls, "_fields"):
@@ -738,8 +736,7 @@ class DictVariable(VariableTracker):
         if self.dict_type is not dict and not rebuilt_from_dict:
             cg.tx.unsupported(f"returning a new {self.dict_type.__name__}", category="unsupported output")
         if rebuilt_from_dict:  # OrderedDict({...}), Counter({...}) keep order and counts
-            cg.push_null()
-            cg.load_const(self.dict_type)
+            cg.push_callable_const(self.dict_type)
         reconstruct_map(cg, self.items)
         if rebuilt_from_dict:
             cg.call(1)

@@ -323,8 +323,7 @@ class ContextVarHistoryVariable(VariableTracker):
         sets = self._sets()
         plan = tuple(None if call[0] == "set" else next(i for i, s in enumerate(sets) if s[2] is call[1])
                      for call in self.var_vt.history)
-        cg.push_null()
-        cg.load_const(replay_history)
+        cg.push_callable_const(replay_history)
         cg.reconstruct(self.var_vt)
         cg.load_const(plan)
         cg.reconstruct_items(self._values(), "BUILD_TUPLE")
@@ -524,8 +523,7 @@ class ContextVariable(VariableTracker):
             cg.tx.unsupported(f"{self.describe()} reaching code outside the graph, after variables it holds "
                               "were reset or the caller's were written", category="unsupported output",
                               hint="copy the context and run it inside the compiled function, or outside it")
-        cg.push_null()
-        cg.load_const(rebuild_context)
+        cg.push_callable_const(rebuild_context)
         cg.load_const(self.empty)
         for var_vt, value in written:
             cg.reconstruct(var_vt)

@@ -226,8 +226,7 @@ class DequeVariable(BaseListVariable):
         if self.source is not None:
             self.source.reconstruct(cg)
             return
-        cg.push_null()
-        cg.load_const(collections.deque)
+        cg.push_callable_const(collections.deque)
         cg.reconstruct_items(self.items, "BUILD_LIST")
         cg.load_const(self.maxlen)
         cg.call(2)

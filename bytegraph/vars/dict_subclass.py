@@ -246,8 +246,7 @@ class DictObjectVariable(NewObjectVariable):
         return [*super().children(), self.dict_part]
 
     def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_const(_new_dict_object)
+        cg.push_callable_const(_new_dict_object)
         cg.load_const(type(self.value))
         cg.load_const(self.dict_part.dict_type)
         reconstruct_map(cg, self.dict_part.items)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import reprlib
 import operator
 import types
 
@@ -191,7 +192,9 @@ def user_iter(tx, vt):
     return it
 
 
-_RECURSIVE_REPR_CODE = dataclasses._recursive_repr(lambda self: "").__code__
+# the wrapper dataclasses puts around a generated __repr__ (3.13 uses reprlib's recursive_repr)
+_RECURSIVE_REPR = getattr(dataclasses, "_recursive_repr", None) or reprlib.recursive_repr()
+_RECURSIVE_REPR_CODE = _RECURSIVE_REPR(lambda self: "").__code__
 
 
 def user_str(tx, fn, vt):

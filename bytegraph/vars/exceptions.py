@@ -156,8 +156,7 @@ class ExceptionVariable(VariableTracker):
         if self.args is None:
             cg.tx.unsupported(f"returning {self.describe()} whose arguments are not constants",
                               category="unsupported output")
-        cg.push_null()
-        cg.load_const(_rebuild)
+        cg.push_callable_const(_rebuild)
         cg.load_const(self.cls)
         for arg in self.args:
             cg.reconstruct(arg)
@@ -298,13 +297,12 @@ _PURE_CONSTRUCTOR_OPS = frozenset({
     "POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_TRUE",
     "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE", "JUMP_IF_FALSE_OR_POP",
     "JUMP_IF_TRUE_OR_POP",
-    # 3.12 and 3.13 spellings of the same operations
-    "RETURN_CONST", "LOAD_FAST_CHECK", "LOAD_SUPER_ATTR", "END_FOR", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE",
-    "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE", "LOAD_FAST_LOAD_FAST", "STORE_FAST_LOAD_FAST",
-    "STORE_FAST_STORE_FAST", "CALL_KW", "TO_BOOL", "CONVERT_VALUE", "FORMAT_SIMPLE", "FORMAT_WITH_SPEC",
+    # 3.12 and 3.13 (LOAD_DEREF: only of `__class__`, the one free variable allowed, for `super()`)
+    "RETURN_CONST", "LOAD_SUPER_ATTR", "LOAD_DEREF", "LOAD_FAST_CHECK", "LOAD_FAST_LOAD_FAST",
+    "STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST", "CALL_KW", "TO_BOOL", "POP_JUMP_IF_FALSE",
+    "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE", "END_FOR", "BINARY_SLICE",
+    "CONVERT_VALUE", "FORMAT_SIMPLE", "FORMAT_WITH_SPEC",
 })
-# 3.12 reads `super()`'s class cell with LOAD_DEREF; the only free variable allowed is `__class__`
-_CLASS_CELL = "__class__"
 _CONSTRUCTORS = ("__init__", "__new__")
 _NOT_ATTRIBUTES = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", *_CONSTRUCTORS})
 
@@ -339,24 +337,21 @@ def _constructor_code_reason(fn: types.FunctionType, defined: set, writes_self: 
     insts = list(dis.get_instructions(code))
     for i, inst in enumerate(insts):
         op, name = inst.opname, inst.argval
-        if op == "LOAD_DEREF" and name == _CLASS_CELL:
-            continue
         if op not in _PURE_CONSTRUCTOR_OPS:
             return f"runs {op}"
         if op == "LOAD_GLOBAL" and (name != "super" or name in fn.__globals__):
             return f"reads the global {name}"
-        if op in ("LOAD_ATTR", "LOAD_METHOD", "STORE_ATTR") and name in defined:
+        if op in ("LOAD_ATTR", "LOAD_METHOD", "LOAD_SUPER_ATTR", "STORE_ATTR") and name in defined:
             return f"uses {name}, which its classes define"
-        if op == "STORE_ATTR" and not (writes_self and _last_local_loaded(insts[i - 1]) == self_name):
+        if op == "STORE_ATTR" and not (writes_self and _local_pushed_last(insts[i - 1]) == self_name):
             return f"writes the attribute {name} of an object other than the new instance"
-        if op.startswith(("STORE_FAST", "DELETE_FAST")) and self_name in _locals_written(inst):
+        if self_name in _locals_written(inst):
             return f"rebinds {self_name}"
     return None
 
 
-def _last_local_loaded(inst) -> str | None:
-    """The local whose value `inst` leaves on top of the stack (3.13's superinstructions
-    load two, the second last), or None."""
+def _local_pushed_last(inst) -> str | None:
+    """The local whose value `inst` leaves on top of the stack (3.13's superinstructions too)."""
     if inst.opname in ("LOAD_FAST", "LOAD_FAST_CHECK"):
         return inst.argval
     if inst.opname in ("LOAD_FAST_LOAD_FAST", "STORE_FAST_LOAD_FAST"):
@@ -365,12 +360,14 @@ def _last_local_loaded(inst) -> str | None:
 
 
 def _locals_written(inst) -> tuple:
-    """The locals a STORE_FAST/DELETE_FAST-family instruction binds or unbinds."""
+    """The locals `inst` stores or deletes."""
+    if inst.opname in ("STORE_FAST", "DELETE_FAST"):
+        return (inst.argval,)
     if inst.opname == "STORE_FAST_STORE_FAST":
         return inst.argval
     if inst.opname == "STORE_FAST_LOAD_FAST":
         return inst.argval[:1]
-    return (inst.argval,)
+    return ()
 
 
 def construct_exception(tx, cls: type, args: list, kwargs: dict) -> ExceptionVariable:

@@ -123,8 +123,7 @@ class CellVariable(VariableTracker):
         if self.source is not None:
             self.source.cell().reconstruct(cg)
         elif not cg.load_frame_cell(self):
-            cg.push_null()
-            cg.load_const(types.CellType)
+            cg.push_callable_const(types.CellType)
             if self.contents is None:
                 cg.call(0)
             else:
@@ -346,7 +345,7 @@ def _string_value(tx, name: str, value) -> None:
 
 
 def _tuple_value(tx, name: str, value) -> None:
-    if not (value.is_python_constant() and isinstance(value.as_python_constant(), tuple)):
+    if not issubclass(value.python_type(), tuple):
         tx.raise_user_error(TypeError(f"{name} must be set to a tuple"))
 
 
@@ -458,8 +457,7 @@ class NestedFunctionVariable(BaseFunctionVariable):
         """`_make_function(code, globals, qualname, defaults, kwdefaults, closure, annotations,
         __dict__, attributes)`, so the function escapes with the right globals, real cells and
         every attribute the trace gave it."""
-        cg.push_null()
-        cg.load_const(_make_function)
+        cg.push_callable_const(_make_function)
         cg.load_const(self.code)
         if isinstance(self.globals_source, GlobalsDictSource) or self.globals_source is None:
             cg.load_const(self.f_globals)
@@ -554,8 +552,7 @@ class BoundMethodVariable(VariableTracker):
         return (callee[0], self.obj) if callee is not None and callee[1] is None else None
 
     def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_const(types.MethodType)
+        cg.push_callable_const(types.MethodType)
         cg.reconstruct(self.fn)
         cg.reconstruct(self.obj)
         cg.call(2)
@@ -644,8 +641,7 @@ class PartialVariable(VariableTracker):
     def reconstruct(self, cg) -> None:
         if self.source is not None:
             return super().reconstruct(cg)
-        cg.push_null()  # a partial made during tracing: `functools.partial(fn, *args, **kwargs)`
-        cg.load_const(_make_partial)
+        cg.push_callable_const(_make_partial)  # a partial made during tracing: `functools.partial(fn, *args, **kwargs)`
         cg.reconstruct(self.fn)
         cg.reconstruct_items(self.args, "BUILD_TUPLE")
         reconstruct_map(cg, self.kwargs)

@@ -144,8 +144,7 @@ class SequenceIteratorVariable(IteratorVariable):
         if self.source is not None:
             self.source.reconstruct(cg)
             return
-        cg.push_null()
-        cg.load_const(reversed if self.reverse else iter)
+        cg.push_callable_const(reversed if self.reverse else iter)
         cg.reconstruct(self.seq)
         cg.call(1)
         if self.index == (len(self._items()) - 1 if self.reverse else 0):
@@ -154,8 +153,7 @@ class SequenceIteratorVariable(IteratorVariable):
         if self.seq.source is not None and side_effects.is_mutated(self.seq):
             side_effects.position_after_replay(self)  # `__setstate__` clamps to the old length
         else:
-            cg.push_null()
-            cg.load_const(set_iterator_state)
+            cg.push_callable_const(set_iterator_state)
             cg.copy(3)
             cg.load_const(self.index)
             cg.call_and_pop_2()
@@ -278,11 +276,9 @@ class HashedIteratorVariable(IteratorVariable):
             self.source.reconstruct(cg)
             return
         container = self.container
-        cg.push_null()
-        cg.load_const(rebuilt_hashed_iterator)
+        cg.push_callable_const(rebuilt_hashed_iterator)
         if self.index is None:
-            cg.push_null()
-            cg.load_const(container.python_type())
+            cg.push_callable_const(container.python_type())
             cg.call(0)
         else:
             if self.size != len(container.items) or self.version != container.keys_version:
@@ -326,8 +322,7 @@ class MapIteratorVariable(IteratorVariable):
         return (self.fn, *self.iterators)
 
     def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_const(map)
+        cg.push_callable_const(map)
         cg.reconstruct(self.fn)
         for it in self.iterators:
             cg.reconstruct(it)
@@ -387,8 +382,7 @@ class ZipIteratorVariable(IteratorVariable):
         return tuple(self.iterators)
 
     def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_const(functools.partial(zip, strict=self.strict))
+        cg.push_callable_const(functools.partial(zip, strict=self.strict))
         for it in self.iterators:
             cg.reconstruct(it)
         cg.call(len(self.iterators))
@@ -449,8 +443,7 @@ class EnumerateIteratorVariable(IteratorVariable):
         if self.source is not None:
             self.source.reconstruct(cg)
             return
-        cg.push_null()
-        cg.load_const(enumerate)
+        cg.push_callable_const(enumerate)
         cg.reconstruct(self.iterator)
         cg.load_const(self.count)
         cg.call(2)

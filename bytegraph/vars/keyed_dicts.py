@@ -86,8 +86,7 @@ class DefaultDictVariable(DictVariable):
         if self.source is not None:
             self.source.reconstruct(cg)
             return
-        cg.push_null()
-        cg.load_const(self.dict_type)
+        cg.push_callable_const(self.dict_type)
         cg.reconstruct(self.factory)
         reconstruct_map(cg, self.items)
         cg.call(2)

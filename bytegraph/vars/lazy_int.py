@@ -95,8 +95,7 @@ class UnpinnedIntVariable(VariableTracker):
         if self.source is not None:
             self.source.reconstruct(cg)
             return
-        cg.push_null()
-        cg.load_const(self.fn)
+        cg.push_callable_const(self.fn)
         for arg in self.args:
             cg.reconstruct(arg)
         cg.call(len(self.args))

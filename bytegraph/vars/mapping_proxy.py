@@ -93,8 +93,7 @@ class MappingProxyVariable(VariableTracker):
         return (self.mapping,)
 
     def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_const(types.MappingProxyType)
+        cg.push_callable_const(types.MappingProxyType)
         cg.reconstruct(self.mapping)
         cg.call(1)
 

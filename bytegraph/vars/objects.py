@@ -353,8 +353,7 @@ def _attr_record(cg, source, name, value, generic: bool = False) -> tuple:
         hook = object.__delattr__ if value is _DELETED else object.__setattr__
 
         def push_generic():
-            cg.push_null()
-            cg.load_const(hook)
+            cg.push_callable_const(hook)
             source.reconstruct(cg)
             cg.load_const(name)
             if value is not _DELETED:
@@ -387,8 +386,7 @@ class NewObjectVariable(UserObjectVariable):
         self.attrs = {}
 
     def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_const(_new_object)
+        cg.push_callable_const(_new_object)
         cg.load_const(type(self.value))
         self.load_instance_dict(cg)
         cg.call(3)

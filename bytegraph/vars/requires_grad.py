@@ -100,8 +100,7 @@ def replay_flags(cg, output, outputs: list) -> None:
     flags = output.grad_flags
     for i, vt in enumerate(outputs):
         if vt.is_tensor and id(vt.example) in flags:
-            cg.push_null()
-            cg.load_const(torch.Tensor.requires_grad_)
+            cg.push_callable_const(torch.Tensor.requires_grad_)
             cg.load_graph_output(i)
             cg.load_const(vt.example.requires_grad)
             cg.call_and_pop(2)

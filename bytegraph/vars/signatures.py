@@ -123,8 +123,7 @@ class ParameterVariable(VariableTracker):
         return [self.sig]
 
     def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_const(_parameter_of)
+        cg.push_callable_const(_parameter_of)
         cg.reconstruct(self.sig)
         cg.load_const(self.name)
         cg.call(2)
@@ -183,8 +182,7 @@ class SignatureVariable(VariableTracker):
         return [self.fn_vt]
 
     def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_const(inspect.signature)
+        cg.push_callable_const(inspect.signature)
         cg.reconstruct(self.fn_vt)
         cg.call(1)
 
@@ -249,8 +247,7 @@ class BoundArgumentsVariable(VariableTracker):
         return [self.signature, self.arguments]
 
     def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_const(inspect.BoundArguments)
+        cg.push_callable_const(inspect.BoundArguments)
         cg.reconstruct(self.signature)
         cg.reconstruct(self.arguments)
         cg.call(2)

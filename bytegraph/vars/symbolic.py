@@ -122,8 +122,7 @@ class SymNodeVariable(VariableTracker):
                 _reconstruct(cg, arg)
             cg.call(len(self.args) - 1)
             return
-        cg.push_null()
-        cg.load_const(self.fn)
+        cg.push_callable_const(self.fn)
         for arg in self.args:
             _reconstruct(cg, arg)
         cg.call(len(self.args))
@@ -261,8 +260,7 @@ class SymbolicSliceVariable(VariableTracker):
         return slice(*[p.as_fx_arg(tx) for p in self.parts])
 
     def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_const(slice)
+        cg.push_callable_const(slice)
         for part in self.parts:
             cg.reconstruct(part)
         cg.call(len(self.parts))

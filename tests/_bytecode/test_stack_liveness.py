@@ -18,10 +18,15 @@ def depth_table(fn):
     return [(inst.opname, depth) for inst, depth in zip(instructions_of(code), stack_depths(code))]
 
 
+# 3.13's superinstructions that start with an instruction of this name on a local
+_STARTS_WITH = {"LOAD_FAST": ("LOAD_FAST_LOAD_FAST",), "STORE_FAST": ("STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST")}
+
+
 def index_of(fn, opname, argval=dis.UNKNOWN, nth=0):
     matches = [
         i for i, inst in enumerate(instructions_of(fn.__code__))
         if inst.opname == opname and (argval is dis.UNKNOWN or inst.argval == argval)
+        or inst.opname in _STARTS_WITH.get(opname, ()) and (argval is dis.UNKNOWN or inst.argval[0] == argval)
     ]
     return matches[nth]
 

@@ -24,14 +24,12 @@ def emit_real_transitions(cg, output, at_break: bool) -> None:
     if trace is None:
         return
     for exit_ in trace.popped:
-        cg.push_null()
-        cg.load_const(exit_)
+        cg.push_callable_const(exit_)
         for _ in range(3):
             cg.load_const(None)
         cg.call_and_pop(3)
     if at_break:
         for _, exit_ in trace.entered:
-            cg.push_null()
-            cg.load_const(enter_autocast_block)
+            cg.push_callable_const(enter_autocast_block)
             cg.load_const(exit_)
             cg.call_and_pop(1)

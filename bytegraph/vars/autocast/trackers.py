@@ -64,8 +64,7 @@ class AutocastVariable(VariableTracker):
     def reconstruct(self, cg) -> None:
         if self.source is not None:
             return super().reconstruct(cg)
-        cg.push_null()
-        cg.load_const(torch.autocast)
+        cg.push_callable_const(torch.autocast)
         for value in (self.device, self.dtype, self.enabled, self.cache):
             cg.load_const(value)
         cg.call(4)
@@ -143,8 +142,7 @@ class AutocastWrappedFunction(VariableTracker):
         return result
 
     def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.reconstruct(self.ctx)
+        cg.push_callable(lambda: cg.reconstruct(self.ctx))
         cg.reconstruct(self.fn)
         cg.call(1)
 

@@ -58,9 +58,7 @@ class IntermediateHooksVariable(VariableTracker):
         handles = list(self.handles)
 
         def push():
-            cg.push_null()
-            cg.load_fast(HOOKS_SLOT_LOCAL)
-            cg.load_attr("attach")
+            cg.push_callable(lambda: (cg.load_fast(HOOKS_SLOT_LOCAL), cg.load_attr("attach")))
             for h in handles:
                 if h.removed:
                     cg.load_const(None)
@@ -103,9 +101,7 @@ class IntermediateHookHandleVariable(VariableTracker):
                        hint="only remove() of a hook handle is captured")
 
     def reconstruct(self, cg) -> None:
-        cg.push_null()
-        cg.load_fast(HOOKS_SLOT_LOCAL)
-        cg.load_attr("handle")
+        cg.push_callable(lambda: (cg.load_fast(HOOKS_SLOT_LOCAL), cg.load_attr("handle")))
         cg.load_const(self.index)
         cg.call(1)
 

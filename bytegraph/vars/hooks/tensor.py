@@ -69,15 +69,12 @@ class HookRecord:
     def emit(self, cg) -> None:
         """Stack-neutral residual code: the registration (its handle kept in a temporary)
         or the removal."""
-        cg.push_null()
         if self.method is None:
-            cg.reconstruct(self.handle)
-            cg.load_attr("remove")
+            cg.push_callable(lambda: (cg.reconstruct(self.handle), cg.load_attr("remove")))
             cg.call(0)
             cg.pop_top()
             return
-        cg.reconstruct(self.tensor)
-        cg.load_attr(self.method)
+        cg.push_callable(lambda: (cg.reconstruct(self.tensor), cg.load_attr(self.method)))
         cg.reconstruct(self.fn)
         cg.call(1)
         name = f"__bg_hook_{len(cg.tempvars)}"
