@@ -51,7 +51,14 @@ _FIXED_INPUTS = {
     # 3.12
     "BINARY_SLICE": 3, "LOAD_SUPER_ATTR": 3, "CALL_INTRINSIC_1": 1, "CALL_INTRINSIC_2": 2, "CLEANUP_THROW": 3,
     "LOAD_FROM_DICT_OR_DEREF": 1, "LOAD_FROM_DICT_OR_GLOBALS": 1,
+    # 3.13
+    "TO_BOOL": 1, "CONVERT_VALUE": 1, "FORMAT_SIMPLE": 1, "FORMAT_WITH_SPEC": 2,
 }
+# How LOAD_FAST and the stores use their local; 3.13's superinstructions pack two locals in
+# their argument's nibbles, the first in the high one
+_LOCAL_USES = {"LOAD_FAST": "load", "STORE_FAST": "store", "DELETE_FAST": "store"}
+_LOCAL_PAIRS = {"LOAD_FAST_LOAD_FAST": ("load", "load"), "STORE_FAST_STORE_FAST": ("store", "store"),
+                "STORE_FAST_LOAD_FAST": ("store", "load")}
 # Name-table operands that carry flags in their low bits (LOAD_GLOBAL's NULL bit; from 3.12
 # LOAD_ATTR's method bit and LOAD_SUPER_ATTR's two)
 _NAME_FLAG_BITS = {"LOAD_GLOBAL": 1, "LOAD_ATTR": int(LOAD_ATTR_METHOD_BIT), "LOAD_SUPER_ATTR": 2}
@@ -68,7 +75,8 @@ _ARG_INPUTS = {
     "UNPACK_EX": lambda arg: 1,
     "RERAISE": lambda arg: 1 + (arg > 0),
     "FORMAT_VALUE": lambda arg: 1 + bool(arg & 4),
-    "MAKE_FUNCTION": lambda arg: 1 + bin(arg).count("1"),
+    "MAKE_FUNCTION": lambda arg: 1 + bin(arg or 0).count("1"),  # 3.13's takes only the code
+    "CALL_KW": lambda arg: arg + 3,
     "CALL_FUNCTION_EX": lambda arg: 3 + (arg & 1),
 }
 
@@ -118,7 +126,8 @@ def _check_operands(code: types.CodeType) -> frozenset[int]:
     n_localsplus = len(code.co_varnames) + len(code.co_cellvars) + len(code.co_freevars)
     n_cell_shared = len(set(code.co_varnames) & set(code.co_cellvars))
     limits = {
-        **dict.fromkeys(_LOCAL_OPS, len(code.co_varnames)),
+        # 3.13's LOAD_FAST reaches cells too (in comprehensions inlined into the frame)
+        **dict.fromkeys(_LOCAL_OPS, n_localsplus - n_cell_shared),
         **dict.fromkeys(_FREE_OPS, n_localsplus - n_cell_shared),
         **dict.fromkeys(_CONST_OPS, len(code.co_consts)),
         **dict.fromkeys(_NAME_OPS, len(code.co_names)),
@@ -132,13 +141,16 @@ def _check_operands(code: types.CodeType) -> frozenset[int]:
         if op == _CACHE or name.startswith("<"):
             _fail(code, offset, f"invalid opcode {op} ({name})")
         boundaries.add(start)
-        index = arg >> _NAME_FLAG_BITS.get(name, 0)
-        if op in limits and index >= limits[op]:
-            _fail(code, offset, f"{name} operand {index} out of range (limit {limits[op]})")
-        if name == "LOAD_FAST":
-            loads.setdefault(arg, offset)
-        elif name in ("STORE_FAST", "DELETE_FAST"):
-            stored.add(arg)
+        pair = _LOCAL_PAIRS.get(name)
+        indices = (arg >> 4, arg & 15) if pair else (arg >> _NAME_FLAG_BITS.get(name, 0),)
+        for index in indices:
+            if op in limits and index >= limits[op]:
+                _fail(code, offset, f"{name} operand {index} out of range (limit {limits[op]})")
+        for index, use in zip(indices, pair or (_LOCAL_USES.get(name),)):
+            if use == "load":
+                loads.setdefault(index, offset)
+            elif use == "store":
+                stored.add(index)
         if op in _JUMP_OPS:
             step = -2 * arg if op in _BACKWARD_JUMPS else 2 * arg  # from after the inline caches
             jumps.append((offset, name, offset + 2 + 2 * INLINE_CACHE_ENTRIES.get(op, 0) + step))
