@@ -12,7 +12,7 @@ import dis
 import opcode
 import sys
 
-SUPPORTED = ((3, 11), (3, 12), (3, 13))  # bytegraph/__init__.py's import check says the same
+SUPPORTED = ((3, 11), (3, 12))  # bytegraph/__init__.py's import check says the same
 PY = sys.version_info[:2]
 
 #: 3.11 and 3.12 push `NULL, callable` (or `method, self`) below a call's arguments; 3.13
