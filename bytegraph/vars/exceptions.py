@@ -76,7 +76,7 @@ class ExceptionVariable(VariableTracker):
         self.cause = ConstantVariable(None)
         self.context = ConstantVariable(None)
         self.suppress_context = ConstantVariable(False)
-        self.has_traceback = False  # raised in the trace: set where a frame unwinds for it
+        self.has_traceback = False  # raised in the trace (`unwound`)
 
     @staticmethod
     def from_real(exc: BaseException) -> "ExceptionVariable":
@@ -139,6 +139,13 @@ class ExceptionVariable(VariableTracker):
         if write is None:
             return super().store_attr(tx, name, value)
         write(tx, self, value)
+
+    def unwound(self, tx) -> None:
+        """A frame unwinds for this exception: CPython adds the frame to its traceback, so its
+        `__traceback__` is one from now on (state no program write made: `touch`)."""
+        if not self.has_traceback:
+            tx.output.side_effects.touch(self)
+            self.has_traceback = True
 
     def set_cause(self, tx, cause: VariableTracker) -> None:
         """`raise self from cause` / `exc.__cause__ = cause` (also suppresses the context)."""
