@@ -5,7 +5,7 @@ torch.fx graphs, compiles them with a backend, guards them, and runs them on lat
 """
 import sys
 
-_SUPPORTED = ((3, 11), (3, 12))  # `_bytecode.versions.SUPPORTED`, checked before anything is imported
+_SUPPORTED = ((3, 11), (3, 12), (3, 13))  # `_bytecode.versions.SUPPORTED`, checked before anything is imported
 if sys.version_info[:2] not in _SUPPORTED:
     raise ImportError(f"bytegraph supports CPython {', '.join('%d.%d' % v for v in _SUPPORTED)} (it translates "
                       f"their bytecode); this is Python {'%d.%d' % sys.version_info[:2]}")

@@ -53,7 +53,7 @@ from collections.abc import Sequence
 from bytecode import Bytecode, CompilerFlags, Instr, SetLineno, TryBegin
 from bytecode.instr import CellVar, InstrLocation
 
-from .versions import GENERATOR_BODY_GUARD
+from .versions import GENERATOR_BODY_GUARD, GENERATOR_POP_TOP_UNLOCATED
 
 _GENERATOR_FLAGS = (
     CompilerFlags.GENERATOR | CompilerFlags.COROUTINE | CompilerFlags.ASYNC_GENERATOR
@@ -133,7 +133,7 @@ def prologue(like: types.CodeType, firstlineno: int) -> list[Instr]:
     if like.co_flags & _GENERATOR_FLAGS:
         gen_location = InstrLocation(firstlineno, firstlineno, None, None)
         insts.append(Instr("RETURN_GENERATOR", location=gen_location))
-        insts.append(Instr("POP_TOP", location=_NO_LOCATION if GENERATOR_BODY_GUARD else gen_location))
+        insts.append(Instr("POP_TOP", location=_NO_LOCATION if GENERATOR_POP_TOP_UNLOCATED else gen_location))
     insts.append(Instr("RESUME", 0, location=InstrLocation(firstlineno, firstlineno, 0, 0)))
     return insts
 

@@ -135,7 +135,8 @@ def _check_operands(code: types.CodeType) -> frozenset[int]:
     boundaries = set()
     jumps = []
     loads = {}
-    stored = set(range(_argument_count(code)))
+    # arguments, and the cell and free slots after the varnames (the prologue fills those)
+    stored = set(range(_argument_count(code))) | set(range(len(code.co_varnames), n_localsplus))
     for start, offset, op, arg in _raw(code):
         name = opcode.opname[op]
         if op == _CACHE or name.startswith("<"):

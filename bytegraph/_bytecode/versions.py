@@ -12,7 +12,7 @@ import dis
 import opcode
 import sys
 
-SUPPORTED = ((3, 11), (3, 12))  # bytegraph/__init__.py's import check says the same
+SUPPORTED = ((3, 11), (3, 12), (3, 13))  # bytegraph/__init__.py's import check says the same
 PY = sys.version_info[:2]
 
 #: 3.11 and 3.12 push `NULL, callable` (or `method, self`) below a call's arguments; 3.13
@@ -72,9 +72,12 @@ LIST_SORT_LONGER_RUNS = PY >= (3, 13)
 SEND_POPS_RECEIVER = PY < (3, 12)
 
 #: from 3.12 a generator's body is wrapped in a PEP 479 handler (CALL_INTRINSIC_1
-#: STOPITERATION_ERROR) whose range starts at the first RESUME, before the body; and the
-#: POP_TOP after RETURN_GENERATOR has no location
+#: STOPITERATION_ERROR) whose range starts at the first RESUME, before the body
 GENERATOR_BODY_GUARD = PY >= (3, 12)
+
+#: the POP_TOP after RETURN_GENERATOR has no location on 3.12; 3.11 and 3.13 give it the
+#: function's first line, as RETURN_GENERATOR
+GENERATOR_POP_TOP_UNLOCATED = PY == (3, 12)
 
 #: from 3.12 LOAD_ATTR's low oparg bit asks for a method load (3.11's LOAD_METHOD)
 LOAD_ATTR_METHOD_BIT = PY >= (3, 12)

@@ -104,6 +104,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
     def unwind(self, raised: TracedRaise) -> None:
         """Continue at the handler of the current instruction for the exception `raised`,
         or let it propagate to the caller's frame (Note [Traced exceptions])."""
+        raised.exc.unwound(self)
         inst = self.inst
         index = self.ip - 1 if self.instructions[self.ip - 1] is inst else self.instructions.index(inst)
         handler = handlers(self.code)[index]

@@ -60,11 +60,12 @@ _EXCEPTION_ATTRS = {
     "__suppress_context__": lambda tx, exc, name: exc.suppress_context,
     "__class__": lambda tx, exc, name: tx.wrap(exc.cls, None),
     "value": _read_value,
+    "__traceback__": lambda tx, exc, name: TracebackVariable(exc) if exc.has_traceback else ConstantVariable(None),
 }
 
 
 class ExceptionVariable(VariableTracker):
-    __slots__ = ("cls", "args", "real", "cause", "context", "suppress_context")
+    __slots__ = ("cls", "args", "real", "cause", "context", "suppress_context", "has_traceback")
     rebuilt_as_new_object = True  # `_rebuild` makes a new one: one build per tracker keeps `is`
 
     def __init__(self, cls: type, args, real: BaseException | None = None):
@@ -75,6 +76,7 @@ class ExceptionVariable(VariableTracker):
         self.cause = ConstantVariable(None)
         self.context = ConstantVariable(None)
         self.suppress_context = ConstantVariable(False)
+        self.has_traceback = False  # raised in the trace (`unwound`)
 
     @staticmethod
     def from_real(exc: BaseException) -> "ExceptionVariable":
@@ -119,7 +121,7 @@ class ExceptionVariable(VariableTracker):
         value = read_attr(tx, self, _EXCEPTION_ATTRS, name)
         if value is not None:
             return value
-        if self.real is not None and name != "__traceback__" and not _defined_in_python(self.cls, name):
+        if self.real is not None and not _defined_in_python(self.cls, name):
             value = getattr(self.real, name, None)
             if is_constant_value(value) and (value is not None or hasattr(self.real, name)):
                 return ConstantVariable(value)
@@ -137,6 +139,13 @@ class ExceptionVariable(VariableTracker):
         if write is None:
             return super().store_attr(tx, name, value)
         write(tx, self, value)
+
+    def unwound(self, tx) -> None:
+        """A frame unwinds for this exception: CPython adds the frame to its traceback, so its
+        `__traceback__` is one from now on (state no program write made: `touch`)."""
+        if not self.has_traceback:
+            tx.output.side_effects.touch(self)
+            self.has_traceback = True
 
     def set_cause(self, tx, cause: VariableTracker) -> None:
         """`raise self from cause` / `exc.__cause__ = cause` (also suppresses the context)."""
@@ -212,10 +221,10 @@ class HandlerSlotVariable(VariableTracker):
 
 
 class TracebackVariable(VariableTracker):
-    """The traceback of a traced exception, as a `with` block's `__exit__` receives it: only
-    passed along and compared (`tb is None`), or given back to its exception
-    (`exc.__traceback__ = tb`, what `contextmanager`'s exit does); anything else it is
-    asked breaks."""
+    """The traceback of a traced exception that was raised, as a `with` block's `__exit__`
+    receives it or `exc.__traceback__` reads it (3.13's `ExitStack.__exit__`): only passed
+    along and compared (`tb is None`), or given back to its exception (`exc.__traceback__ = tb`,
+    what `contextmanager`'s exit does); anything else it is asked breaks."""
 
     __slots__ = ("exc",)
 

@@ -42,6 +42,7 @@ from bytegraph._bytecode import sequences
 from bytegraph._bytecode.analysis import handlers, stack_depths
 from bytegraph._bytecode.assemble import make_code, make_function, prologue, strip_prologue
 from bytegraph._bytecode.verify import verify
+from bytegraph._bytecode.versions import PY
 
 
 def roundtrip_code(code: types.CodeType) -> types.CodeType:
@@ -337,7 +338,9 @@ CASES = [
     (shlex.quote, lambda f: f("it's")),
     (fnmatch.translate, lambda f: f("*.py[co]")),
     (fnmatch.filter, lambda f: f(["a.py", "b.txt"], "*.py")),
-    (posixpath.normpath, lambda f: f("/a/./b/../c")),
+    # 3.13's normpath is posix._path_normpath itself; abspath of an absolute path normalizes it
+    ({(3, 11): posixpath.normpath, (3, 12): posixpath.normpath, (3, 13): posixpath.abspath}[PY],
+     lambda f: f("/a/./b/../c")),
     (posixpath.relpath, lambda f: f("/a/b/c", "/a/d")),
     (posixpath.join, lambda f: f("a", "b", "/c", "d")),
     (posixpath.join, lambda f: f("a", 1)),
@@ -392,7 +395,7 @@ def test_cases_cover_the_hard_constructs():
     assert sum(bool(c.co_flags & inspect.CO_GENERATOR) for c in codes) >= 3
     assert any(c.co_flags & inspect.CO_COROUTINE for c in codes)
     assert any("CHECK_EG_MATCH" in ops for ops in opnames)
-    assert any("KW_NAMES" in ops for ops in opnames)
+    assert any({(3, 11): "KW_NAMES", (3, 12): "KW_NAMES", (3, 13): "CALL_KW"}[PY] in ops for ops in opnames)
 
 
 def _traceback_lines(fn, *args):
@@ -528,8 +531,7 @@ def test_calls_kw_names_methods_and_closures():
         Instr("LOAD_GLOBAL", (True, "dict")),  # NULL + dict
         Instr("LOAD_DEREF", CellVar("x")),
         Instr("LOAD_CONST", 2),
-        Instr("KW_NAMES", ("a", "b")),
-        *sequences.call(2),
+        *sequences.call(2, ("a", "b")),
         sequences.load_method("get"),
         Instr("LOAD_CONST", "a"),
         *sequences.call(1),
@@ -599,6 +601,7 @@ def test_straight_line_stack_size_is_the_library_one():
 
     from bytegraph._bytecode.assemble import straight_line_stacksize
 
+    least = {(3, 11): 0, (3, 12): 0, (3, 13): 1}[PY]  # 3.13 makes every code object's stack at least 1
     answered = deferred = 0
     for module in STDLIB_MODULES:
         for code in _module_codes(module):
@@ -608,5 +611,6 @@ def test_straight_line_stack_size_is_the_library_one():
                 deferred += 1
                 continue
             answered += 1
-            assert size == body.compute_stacksize() == code.co_stacksize, code.co_qualname
+            assert size == body.compute_stacksize(), code.co_qualname
+            assert max(size, least) == code.co_stacksize, code.co_qualname
     assert answered >= 50 and deferred >= 50, (answered, deferred)

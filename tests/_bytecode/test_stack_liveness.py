@@ -64,8 +64,11 @@ def generator(n):
 
 
 def test_depths_straight_line():
+    two_loads = [("LOAD_FAST", 0), ("LOAD_FAST", 1)]
     assert depth_table(add) == [
-        ("RESUME", 0), ("LOAD_FAST", 0), ("LOAD_FAST", 1), ("BINARY_OP", 2), ("RETURN_VALUE", 1),
+        ("RESUME", 0),
+        *{(3, 11): two_loads, (3, 12): two_loads, (3, 13): [("LOAD_FAST_LOAD_FAST", 0)]}[PY],  # pushes two
+        ("BINARY_OP", 2), ("RETURN_VALUE", 1),
     ]
 
 
@@ -79,6 +82,10 @@ def test_depths_call_counts_null_callable_and_args_until_call():
             ("RESUME", 0), ("PUSH_NULL", 0), ("LOAD_FAST", 1), ("LOAD_FAST", 2), ("LOAD_CONST", 3),
             ("KW_NAMES", 4), ("CALL", 4), ("RETURN_VALUE", 1),
         ],
+        (3, 13): [  # the NULL above the callable; CALL_KW pops the names tuple too
+            ("RESUME", 0), ("LOAD_FAST", 0), ("PUSH_NULL", 1), ("LOAD_FAST", 2), ("LOAD_CONST", 3),
+            ("LOAD_CONST", 4), ("CALL_KW", 5), ("RETURN_VALUE", 1),
+        ],
     }[PY]
 
 
@@ -86,14 +93,20 @@ def test_depths_loop_follows_for_iter_exit():
     head = [
         ("RESUME", 0), ("LOAD_CONST", 0), ("STORE_FAST", 1), ("LOAD_FAST", 0), ("GET_ITER", 1),
         ("FOR_ITER", 1), ("STORE_FAST", 2), ("LOAD_FAST", 1), ("LOAD_CONST", 2), ("BINARY_OP", 3),
-        ("STORE_FAST", 2), ("LOAD_FAST", 1), ("LOAD_FAST", 2), ("BINARY_OP", 3), ("STORE_FAST", 2),
-        ("JUMP_BACKWARD", 1),
+        ("STORE_FAST", 2),
     ]
+    add_and_jump = [("LOAD_FAST", 1), ("LOAD_FAST", 2), ("BINARY_OP", 3), ("STORE_FAST", 2), ("JUMP_BACKWARD", 1)]
     assert depth_table(loop) == head + {
-        (3, 11): [("LOAD_FAST", 0), ("LOAD_FAST", 1), ("BINARY_OP", 2), ("RETURN_VALUE", 1)],
+        (3, 11): [*add_and_jump, ("LOAD_FAST", 0), ("LOAD_FAST", 1), ("BINARY_OP", 2), ("RETURN_VALUE", 1)],
         # FOR_ITER's exit edge reaches END_FOR with the iterator and a value (the compiler's
         # model: the interpreter pops the iterator and jumps past it); `y` may be unbound
-        (3, 12): [("END_FOR", 2), ("LOAD_FAST", 0), ("LOAD_FAST_CHECK", 1), ("BINARY_OP", 2), ("RETURN_VALUE", 1)],
+        (3, 12): [*add_and_jump,
+                  ("END_FOR", 2), ("LOAD_FAST", 0), ("LOAD_FAST_CHECK", 1), ("BINARY_OP", 2), ("RETURN_VALUE", 1)],
+        # `total + y` loads both locals with one superinstruction; END_FOR pops the value and
+        # the POP_TOP after it the iterator
+        (3, 13): [("LOAD_FAST_LOAD_FAST", 1), ("BINARY_OP", 3), ("STORE_FAST", 2), ("JUMP_BACKWARD", 1),
+                  ("END_FOR", 2), ("POP_TOP", 1),
+                  ("LOAD_FAST", 0), ("LOAD_FAST_CHECK", 1), ("BINARY_OP", 2), ("RETURN_VALUE", 1)],
     }[PY]
 
 
@@ -123,6 +136,7 @@ def test_depths_generator_prologue():
         (3, 11): [("LOAD_CONST", 0), ("RETURN_VALUE", 1)],
         # the body's PEP 479 guard: a handler at depth 0, + lasti, + exception
         (3, 12): [("RETURN_CONST", 0), ("CALL_INTRINSIC_1", 2), ("RERAISE", 2)],
+        (3, 13): [("RETURN_CONST", 0), ("CALL_INTRINSIC_1", 2), ("RERAISE", 2)],
     }[PY]
 
 
@@ -147,7 +161,7 @@ def test_depths_never_exceed_stacksize_in_real_code():
 def test_stack_depths_is_cached_and_returns_a_copy():
     first = stack_depths(add.__code__)
     first.append(99)
-    assert stack_depths(add.__code__) == [0, 0, 1, 2, 1]
+    assert stack_depths(add.__code__) == {(3, 11): [0, 0, 1, 2, 1], (3, 12): [0, 0, 1, 2, 1], (3, 13): [0, 0, 2, 1]}[PY]
 
 
 def written_before_read(a):
@@ -174,7 +188,10 @@ def test_a_local_read_after_a_loop_is_live_inside_it():
 def test_a_local_read_only_in_an_except_handler_is_live_inside_the_try():
     call = index_of(try_except, "CALL")
     assert live(try_except, call) == {"msg"}
-    assert live(try_except, index_of(try_except, "PUSH_NULL")) == {"f", "msg"}
+    # the call's first instruction: 3.13 loads the callable before its NULL
+    null_first = ("PUSH_NULL", dis.UNKNOWN)
+    call_start = {(3, 11): null_first, (3, 12): null_first, (3, 13): ("LOAD_FAST", "f")}[PY]
+    assert live(try_except, index_of(try_except, *call_start)) == {"f", "msg"}
     assert live(try_except, index_of(try_except, "RETURN_VALUE")) == frozenset()
 
 
