@@ -81,3 +81,7 @@ GENERATOR_POP_TOP_UNLOCATED = PY == (3, 12)
 
 #: from 3.12 LOAD_ATTR's low oparg bit asks for a method load (3.11's LOAD_METHOD)
 LOAD_ATTR_METHOD_BIT = PY >= (3, 12)
+
+#: how many instructions at FOR_ITER's target an exhausted loop jumps past: 3.12's END_FOR,
+#: 3.13's END_FOR and POP_TOP (CPython pops the iterator itself); 3.11 has neither
+FOR_ITER_EXIT_SKIPS = 2 if PY >= (3, 13) else 1 if PY >= (3, 12) else 0

@@ -11,7 +11,7 @@ import operator
 from ..vars.containers import TupleVariable
 from ..vars.constant import ConstantVariable
 from ..vars.exceptions import ExceptionVariable
-from .._bytecode.versions import INTRINSIC_STOPITERATION_ERROR
+from .._bytecode.versions import FOR_ITER_EXIT_SKIPS, INTRINSIC_STOPITERATION_ERROR
 from .lazy_arguments import unbind
 from .ops_stack import NULL
 
@@ -41,12 +41,12 @@ def RETURN_CONST(tx, inst):
 
 
 def FOR_ITER(tx, inst):
-    """As 3.11's, but the exhausted loop skips the END_FOR at its target (CPython pops the
-    iterator itself and jumps past it)."""
+    """As 3.11's, but the exhausted loop skips the END_FOR (3.13: and POP_TOP) at its target
+    (CPython pops the iterator itself and jumps past them)."""
     item = tx.stack[-1].next_item(tx)
     if item is None:
         tx.stack.pop()
-        tx.ip = inst.target + 1
+        tx.ip = inst.target + FOR_ITER_EXIT_SKIPS
     else:
         tx.stack.append(item)
 

@@ -91,17 +91,6 @@ def TO_BOOL(tx, inst):
         tx.stack.append(tx.call_builtin(bool, [tx.stack.pop()]))
 
 
-def FOR_ITER(tx, inst):
-    """As 3.11's, but the exhausted loop skips the END_FOR and POP_TOP at its target (CPython
-    pops the iterator itself and jumps past both)."""
-    item = tx.stack[-1].next_item(tx)
-    if item is None:
-        tx.stack.pop()
-        tx.ip = inst.target + 2
-    else:
-        tx.stack.append(item)
-
-
 def END_FOR(tx, inst):
     """3.13's END_FOR pops one value (a POP_TOP follows it)."""
     tx.stack.pop()
