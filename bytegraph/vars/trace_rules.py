@@ -16,7 +16,9 @@
 - POLYFILL: a C function with a Python stand-in (`vars/polyfills/`), inlined in its place;
 - INLINE: a Python function, whose bytecode is inlined (a function of a module whose
   functions are not inlined may be, by its code object's rule in `INLINED_CODE`: the
-  functions of `os` that only read `os.environ`, `vars/environ.py`);
+  functions of `os` that only read `os.environ`, `vars/environ.py`; or by its module and
+  qualified name in `INLINED_NAMES`: pure helpers of torch's compiler plumbing, looked up
+  by name so that bytegraph never imports their module);
 - HIGHER_ORDER: a higher-order op (`torch.cond`, `map`, `wrap`, `checkpoint`) whose
   callable arguments are traced as subgraphs (`vars/hops/`);
 - BREAK: a call is a graph break; the rule says why and how to avoid it (a Python function
@@ -204,6 +206,15 @@ INLINED_CODE = {code: Rule(Kind.INLINE, "a function of os that only reads os.env
                                         "folded and guarded by vars/environ.py") for code in ENVIRON_FUNCTIONS}
 
 
+# Pure helpers of a module whose functions are not inlined, by (module, qualified name): the
+# module is torch._dynamo's, which bytegraph never imports, so the rule cannot hold their code.
+INLINED_NAMES = {
+    ("torch._dynamo.external_utils", "unwrap_maybe_dynamic_int"): Rule(
+        Kind.INLINE, "the graphs of torch's compiled autograd read a size they pass as an empty tensor's "
+                     "second dimension with it: a size read, traced"),
+}
+
+
 _TORCH_OP = Rule(Kind.GRAPH_OP, "a torch op by the rule of vars/torch_op_rule.py (fake propagation decides)",
                  TorchFunctionVariable)
 _DERIVED: dict = {}  # torch namespace C function -> its derived rule (Note in the module docstring)
@@ -272,8 +283,8 @@ def python_rule(module: str) -> Rule:
 
 def function_rule(module: str, code: types.CodeType) -> Rule:
     """The rule of a Python function of module `module` with code `code`: its own
-    (`INLINED_CODE`), else its module's (`python_rule`)."""
-    return INLINED_CODE.get(code) or python_rule(module)
+    (`INLINED_CODE`, `INLINED_NAMES`), else its module's (`python_rule`)."""
+    return INLINED_CODE.get(code) or INLINED_NAMES.get((module, code.co_qualname)) or python_rule(module)
 
 
 def is_traceable(fn: types.FunctionType) -> bool:
