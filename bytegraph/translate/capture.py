@@ -177,7 +177,7 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
             raise brk from None  # nested: capture() restarts at the outermost call site
         # The graph is compiled only now that the residual code is known to be possible.
         residual, cg.instructions = cg.instructions, []
-        graph, backend_seconds = _emit_graph_call(cg, output, outputs, backend)
+        graph, backend_seconds = _emit_graph_call(cg, output, outputs, backend, at_break=True)
         cg.instructions += residual
         return Capture(_transformed_function(cg, fn), cg.graph_module, graph, brk, output.side_effects.summary(),
                        backend_seconds=backend_seconds)
@@ -231,13 +231,15 @@ def _graph_outputs(cg: PyCodegen, output: OutputGraph, result) -> list:
     return outputs
 
 
-def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend) -> tuple:
+def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend, at_break: bool = False) -> tuple:
     """Compile the graph (if it has any op) and emit the call to it; returns ((its global
     name, the compiled graph) or None, the backend's seconds). The runtime installs it with
-    the cache entry, so a capture that fails later leaves nothing in the function's globals."""
+    the cache entry, so a capture that fails later leaves nothing in the function's globals.
+    At a break, grad-mode switches alone are no graph: the residual code sets the mode the
+    eager code runs in anyway (`restore_world`), so a `with torch.no_grad():` entered just
+    before a break costs no graph call, as in torch.compile."""
     graph = output.graph
-    has_ops = any(node.op not in ("placeholder",) for node in graph.nodes)
-    if not has_ops:
+    if not any(node.op != "placeholder" and not (at_break and _is_grad_switch(node)) for node in graph.nodes):
         return None, 0.0
     autocast.close_graph(output)  # Note [Autocast in the trace]: the graph is balanced
     tx = output.current_tx
@@ -265,6 +267,10 @@ def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend)
     if output.grad_flags:
         requires_grad.replay_flags(cg, output, outputs)
     return (name, compiled), backend_seconds
+
+
+def _is_grad_switch(node) -> bool:
+    return node.op == "call_function" and node.target is torch._C._set_grad_enabled
 
 
 def _collect_graph_tensors(vt, outputs: list, index: dict, seen: set | None = None) -> None:

@@ -453,6 +453,14 @@ class NestedFunctionVariable(BaseFunctionVariable):
     def describe(self) -> str:
         return f"function {self.qualname}"
 
+    def compiled_callee(self, tx):
+        """Compiled like a function read from outside when nothing but its code and globals
+        decides what a call does (no cells, no defaults): the runtime then shares one wrapper
+        among the function objects each run makes (`CompiledFunction.compile_callee`)."""
+        if self.closure is not None or self.defaults is not None or self.kwdefaults is not None:
+            return None
+        return (self, None) if factory.is_traceable(types.FunctionType(self.code, self.f_globals)) else None
+
     def reconstruct(self, cg) -> None:
         """`_make_function(code, globals, qualname, defaults, kwdefaults, closure, annotations,
         __dict__, attributes)`, so the function escapes with the right globals, real cells and
