@@ -40,7 +40,7 @@ demo: $(STAMP)
 	$(PY) -m bench.demo
 
 test: $(STAMP)
-	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --dist loadgroup -q $(PYTEST_ARGS)
 
 # Differential fuzzing with graph breaks (tests/fuzzing): N programs from seed SEED, full
 # profile, 2 processes; failures are shrunk into tests/fuzzing/failures/<seed>.py. About 3

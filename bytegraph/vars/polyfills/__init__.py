@@ -35,4 +35,4 @@ polyfill replaces any builtin handler it had.
 """
 from __future__ import annotations
 
-from . import collections, copy, functools, itertools, math, operator  # noqa: F401  (each fills POLYFILLS)
+from . import collections, copy, distributed, functools, itertools, math, operator  # noqa: F401  (each fills POLYFILLS)
