@@ -77,19 +77,22 @@ class _Refused(Exception):
 
 
 def call(tx, module_vt, call_module, args: list, kwargs: dict):
-    """`module_vt(*args, **kwargs)` (`call_module` traces it): a replay of the record of its
+    """`module_vt(*args, **kwargs)` (`call_module` traces it): a replay of a record of its
     class when one applies, else traced and recorded (Note [Repeated blocks])."""
     output = tx.output
     key = type(module_vt.value)
-    record = output.block_records.get(key)
-    if record is not None:
+    records = output.block_records.setdefault(key, [])
+    refusals = []
+    for record in reversed(records):
         try:
             result = record.replay(tx, module_vt, args, kwargs)
         except _Refused as e:
-            _LOG.debug("repeated block %s traced again: %s", module_vt.describe(), e)
+            refusals.append(str(e))
         else:
             output.block_counts["reused"] += 1
             return result
+    if refusals:
+        _LOG.debug("repeated block %s traced again: %s", module_vt.describe(), "; ".join(refusals))
     try:
         start = _Start(tx, module_vt, args, kwargs)
     except _Refused as e:
@@ -107,11 +110,14 @@ def call(tx, module_vt, call_module, args: list, kwargs: dict):
         except _Refused as e:
             _LOG.debug("call of %s not recorded: %s", module_vt.describe(), e)
         else:
-            if record is not None:
-                output.side_effects.unwatch(record.since)
-            output.block_records[key] = new
+            records.append(new)
+            if len(records) > _RECORDS_PER_CLASS:
+                output.side_effects.unwatch(records.pop(0).since)
             output.block_counts["recorded"] += 1
     return result
+
+
+_RECORDS_PER_CLASS = 4  # the latest records of a class a call is tried against, newest first
 
 
 # ---- the state a window starts and ends in ------------------------------------------------
@@ -499,13 +505,15 @@ class BlockRecord:
         env = {}
         for old, new in zip(_tensor_leaves(self.leaves), _tensor_leaves(leaves)):
             env[old.node] = new.node
-        for (_, old), source, real in zip(self.inputs, sources, reals):
-            vt = output.add_input(source, real, named_after=source.describe(), static=True)
-            output.tracked[source.inner] = vt
-            env[old.node] = vt.node
-        for node in self.nodes:
+        new_inputs = {old.node: (source, real) for (_, old), source, real in zip(self.inputs, sources, reals)}
+        for node in self.nodes:  # in the recorded order: a parameter's placeholder where it was read
             if node.op != "placeholder":
                 env[node] = output.replay_node(tx, node, env)
+            elif node in new_inputs:
+                source, real = new_inputs[node]
+                vt = output.add_input(source, real, named_after=source.describe(), static=True)
+                output.tracked[source.inner] = vt
+                env[node] = vt.node
         return _rebuild(self.result, env)
 
 
