@@ -282,10 +282,11 @@ def _reroot_guard(reroot: _Reroot, guard: Guard):
     return dataclasses.replace(guard, source=source, expected=expected)
 
 
-def _holds(tx, guards: list, bound: dict, values: list):
-    """Evaluate `guards` in order on the real objects (`bound`: guard-local names already
-    known) and, when they all hold, the sources `values`: their values, else None."""
-    namespace = dict(bound)
+def _compile_check(tx, guards: list, values: list) -> tuple:
+    """(code, constants) of one expression evaluating `guards` in order on the real objects
+    and, when they all hold, the tuple of the values of sources `values` (else False). The
+    names of the module's own alias are bound by the caller (`_evaluate`)."""
+    namespace: dict = {}
     names: dict = {}
 
     def bind(obj) -> str:
@@ -304,11 +305,20 @@ def _holds(tx, guards: list, bound: dict, values: list):
                 continue
         clauses.append(guard.clause(bind))
     text = " and ".join(f"({c})" for c in clauses) if clauses else "True"
-    text = f"({text}) and ({', '.join(s.name() for s in values)},)"
+    text = f"({text}) and ({''.join(s.name() + ', ' for s in values)}True)"  # never empty, so truthy
+    return compile(text, "<repeated block guards>", "eval"), namespace
+
+
+def _evaluate(check: tuple, alias: int, module):
+    """Run a `_compile_check` expression with the module's alias names bound to `module`."""
+    code, constants = check
+    namespace = dict(constants)
+    namespace[f"__bg_m{alias}"] = module
+    namespace[f"__bg_d{alias}"] = module.__dict__
     try:
         # The user's objects are read here (dicts, attributes); a lookup that fails means a
         # guard does not hold for the new module, which is traced then.
-        return eval(compile(text, "<repeated block guards>", "eval"), namespace) or None
+        return eval(code, namespace) or None
     except Exception as e:  # noqa: BLE001 - Note [Repeated blocks]: unevaluable is a no
         raise _Refused(f"its guards cannot be checked on the new module ({type(e).__name__}: {e})") from None
 
@@ -360,10 +370,20 @@ class _Start:
         input_tensors = [vt.example for _, vt in inputs] + [leaf.example for leaf in _tensor_leaves(self.leaves)]
         storages = {t.untyped_storage()._cdata for t in input_tensors}
         _check_result(result, window, storages)
-        guards = list(output.guards.values())[self.guards:]
+        aliases = range(self.aliases, output.guard_aliases)
+        # the guards about the module, spelled over its own alias names: the template a
+        # replay checks (with those names bound to the new module) and then re-roots
+        template = _Reroot(module_vt.source, ModuleAliasSource(None, self.alias),
+                           {self.alias: self.alias, **{a: a for a in aliases}})
+        rooted, checked = [], []
+        for guard in list(output.guards.values())[self.guards:]:
+            spelled = _reroot_guard(template, guard)
+            if spelled is not None:
+                rooted.append(guard)
+                checked.append(spelled)
+        check = (checked, [template(source) for source, _ in inputs])  # compiled when first replayed
         return BlockRecord(module_vt.source, self.alias, _signature(self.leaves), self.leaves, nodes, inputs,
-                           guards, range(self.aliases, output.guard_aliases), result, self.ambient,
-                           output.side_effects.watch())
+                           rooted, check, aliases, result, self.ambient, output.side_effects.watch())
 
 
 def _check_quiet(watch, why: str) -> None:
@@ -464,7 +484,9 @@ class BlockRecord:
     leaves: list            # its input leaves
     nodes: list             # the window's nodes, in order
     inputs: list            # (source, tracker) of the parameters and buffers it added as inputs
-    guards: list            # the guards installed during it, in order
+    guards: list            # the guards installed during it that are about the module, in order
+    check: tuple            # (those guards and its parameters' sources spelled over its alias), then
+                            # their `_compile_check`
     aliases: range          # the alias numbers handed out during it
     result: object          # its result tracker
     ambient: tuple          # `_ambient` at its start
@@ -484,13 +506,15 @@ class BlockRecord:
         first_new = output.guard_aliases
         aliases = {self.alias: alias}
         aliases.update({old: first_new + i for i, old in enumerate(self.aliases)})
-        reroot = _Reroot(self.source, module_vt.source, aliases)
-        guards = [g for g in (_reroot_guard(reroot, guard) for guard in self.guards) if g is not None]
-        sources = [reroot(source) for source, _ in self.inputs]
-        bound = {f"__bg_m{alias}": module_vt.value, f"__bg_d{alias}": module_vt.value.__dict__}
-        reals = _holds(tx, guards, bound, sources)
-        if reals is None:
+        if type(self.check[0]) is list:
+            self.check = _compile_check(tx, *self.check)
+        values = _evaluate(self.check, self.alias, module_vt.value)
+        if values is None:
             raise _Refused("a guard of the recorded call does not hold for it")
+        reals = values[:-1]
+        reroot = _Reroot(self.source, module_vt.source, aliases)
+        guards = [_reroot_guard(reroot, guard) for guard in self.guards]
+        sources = [reroot(source) for source, _ in self.inputs]
         if len({id(r) for r in reals}) != len(reals) or any(output.is_input(r) for r in reals):
             raise _Refused("its parameters alias each other or a graph input")
         module_vt.mark_read(tx)
