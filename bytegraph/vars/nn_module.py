@@ -22,6 +22,10 @@ Sources and guards:
 - plain attribute writes (`self.calls += 1`) go to the side-effect log and are replayed
   with `setattr`; writes that would register a parameter, buffer or submodule break.
 
+With `config.reuse_repeated_blocks`, the call of a module nothing has read yet goes through
+`vars/repeated_blocks.py` (Note [Repeated blocks]), which may replay an earlier call of its
+class; `read` (set by every slot that reads the module) says whether anything has.
+
 Note [Module guard aliases]
 The guard function evaluates every clause from the frame's locals, so a parameter
 three modules deep would re-walk the module path for every clause. The type guard of

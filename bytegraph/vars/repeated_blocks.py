@@ -11,7 +11,8 @@ guard-local alias numbers handed out (Note [Module guard aliases]) and its resul
 call of a module of the same class replays that window when all of these hold:
 - the window is replayable: no side effect (`SideEffects.position` unchanged across it),
   no graph break or exception (the call returned), no higher-order-op body, no symbolic
-  size (`shapes` never made), no autocast, grad mode unchanged and no op switching it,
+  size (`shapes` never made), no autocast, grad mode and the contextvars Context being run
+  unchanged and no op switching the grad mode,
   no `requires_grad_` in the trace, every op a call that writes none of its arguments in
   place (`OutputGraph.replayable_node`), every graph input it added that lives under the
   module a parameter or buffer (static sizes, as `force_parameter_static_shapes` makes
@@ -133,7 +134,7 @@ def _ambient(tx) -> tuple:
         raise _Refused("the capture uses autocast")
     if output.grad_flags:
         raise _Refused("the trace changed requires_grad flags")
-    return output.grad_enabled, len(output.submodules)
+    return output.grad_enabled, len(output.submodules), tuple(map(id, output.contexts))
 
 
 def _module_alias(module_vt) -> int:
