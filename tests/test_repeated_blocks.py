@@ -331,3 +331,68 @@ def test_tiny_llama_24_layers_graph_equals_the_plain_trace():
 def test_tiny_llama_24_layers_outputs_and_gradients_equal_eager():
     check(_llama_run, _llama(24), torch.randint(0, 99, (2, 8)), graphs=1)
     assert _reused() >= 23
+
+
+class InPlace(Block):
+    def forward(self, x):
+        y = x @ self.weight
+        y.mul_(2)  # on its own tensor: a fresh trace would record it the same, but no replay copies writes
+        return y + x
+
+
+def test_an_in_place_op_inside_is_traced_again():
+    torch.manual_seed(0)
+    check(_run, Stack([InPlace() for _ in range(3)]), torch.randn(2, 8, requires_grad=True), graphs=1)
+    assert _reused() == 0
+
+
+class CountsCalls(Block):
+    def forward(self, x):
+        self.calls = getattr(self, "calls", 0) + 1  # a write to the caller's world
+        return x @ self.weight
+
+
+def test_a_side_effect_inside_is_traced_again():
+    torch.manual_seed(0)
+    model = Stack([CountsCalls() for _ in range(3)])
+    check(_run, model, torch.randn(2, 8, requires_grad=True), graphs=1,
+          state=lambda: [getattr(b, "calls", None) for b in model.blocks])
+    assert _reused() == 0
+
+
+LOG = []
+
+
+class AppendsToGlobalList(Block):
+    def forward(self, x):
+        LOG.append(len(LOG))
+        return x @ self.weight
+
+
+def test_a_mutated_global_list_is_traced_again():
+    torch.manual_seed(0)
+    model = Stack([AppendsToGlobalList() for _ in range(3)])
+    check(_run, model, torch.randn(2, 8, requires_grad=True), graphs=1, setup=LOG.clear, state=lambda: list(LOG))
+    assert _reused() == 0
+
+
+class Checkpointed(Stack):
+    def forward(self, x):
+        x = torch.tanh(x)
+        for block in self.blocks:
+            x = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)
+        return x
+
+
+def test_blocks_inside_a_higher_order_op_body_are_traced_normally():
+    torch.manual_seed(0)
+    check(_run, Checkpointed([Block() for _ in range(3)]), torch.randn(2, 8, requires_grad=True))
+    assert _reused() == 0
+
+
+def test_a_second_call_of_the_same_module_is_traced_again():
+    torch.manual_seed(0)
+    block = Block()
+    model = Stack([block, block, block])  # one module three times: it was read by its first call
+    check(_run, model, torch.randn(2, 8, requires_grad=True), graphs=1)
+    assert _reused() == 0
