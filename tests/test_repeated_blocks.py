@@ -285,6 +285,27 @@ def test_a_graph_break_inside_is_never_reused():
     assert _reused() == 0
 
 
+class ReturnsItsScale(Block):
+    def forward(self, x):
+        return x @ self.weight, self.scale
+
+
+class UsesScales(Stack):
+    def forward(self, x):
+        x = torch.tanh(x)
+        for block in self.blocks:
+            x, scale = block(x)
+            x = x * scale
+        return x
+
+
+def test_a_constant_read_from_the_module_is_the_new_modules():
+    torch.manual_seed(0)
+    model = UsesScales([ReturnsItsScale(scale=0.5) for _ in range(3)])
+    check(_run, model, torch.randn(2, 8, requires_grad=True), graphs=1)
+    assert _reused() == 2
+
+
 def test_tied_parameters_are_traced_again():
     torch.manual_seed(0)
     model = _stack(3)

@@ -4,54 +4,62 @@ earlier call, re-bound to the new module's parameters and the new inputs, instea
 tracing the bytecode again, when it can prove a fresh trace would record the same ops.
 
 Note [Repeated blocks]
-The first call of a class's module (`NNModuleVariable.call_function`, everything it does:
-the hook checks, `__call__`, `forward`) is recorded as a window of the capture: the nodes
-of the root graph added during it, the guards installed, the graph inputs added, the
+The call of a module nothing has read yet (`NNModuleVariable.call_function`, everything it
+does: the hook checks, `__call__`, `forward`) is recorded as a window of the capture: the
+nodes of the root graph added during it, the guards installed, the graph inputs added, the
 guard-local alias numbers handed out (Note [Module guard aliases]) and its result. A later
-call of a module of the same class replays that window when all of these hold:
-- the window is replayable: no side effect (`SideEffects.position` unchanged across it),
-  no graph break or exception (the call returned), no higher-order-op body, no symbolic
-  size (`shapes` never made), no autocast, grad mode and the contextvars Context being run
-  unchanged and no op switching the grad mode,
-  no `requires_grad_` in the trace, every op a call that writes none of its arguments in
-  place (`OutputGraph.replayable_node`), every graph input it added that lives under the
-  module a parameter or buffer (static sizes, as `force_parameter_static_shapes` makes
-  them), its result tensors made by its own ops (not an input, nor sharing storage with
-  an input or parameter: an output aliasing an input is traced again), constants and
-  tuples of them;
-- both modules are fresh: nothing of them was read before their call (`NNModuleVariable.read`),
-  so every fact the window used about the first module was guarded inside the window, and
-  nothing of the new one is already a tracker the replay would have to agree with;
-- the capture's state the window depends on is unchanged since the recorded call ended:
-  no write to the caller's world, no replayed call, no hook registration (the side-effect
-  position), the same grad mode, the window's nodes still in the graph (not restored away);
+call of a module of the same class replays that window (the newest of the class's last four
+records that applies) when all of these hold:
+- the window is replayable: no graph break or exception (the call returned), no
+  higher-order-op body, no symbolic size (`shapes` never made), no autocast, the grad mode
+  and the contextvars Context being run unchanged, no `requires_grad_` in the trace, every op
+  a call that writes none of its arguments in place and does not switch the grad mode
+  (`OutputGraph.replayable_node`), every graph input it added that lives under the module a
+  parameter or buffer (static sizes, as `force_parameter_static_shapes` makes them), its
+  result tensors made by its own ops (not an input, nor sharing storage with an input or a
+  parameter: an output aliasing an input is traced again), constants and tuples of them;
+- the window has no side effect that a replay would skip (`SideEffects.watch`): no global
+  write, replayed call or hook registration, and every tracker that existed before it and
+  that code outside the frames can reach (one with a source, or one made in the trace that
+  pending writes hold) is, if written, back in its state at the end (an attribute set and
+  set back, as transformers' `CompileableContextVar.set`/`reset` around an attention call);
+- both modules are fresh: nothing of them was read before their call (`NNModuleVariable.read`,
+  set by every slot that reads a module), so every fact the window used about the first
+  module was guarded inside the window, and nothing of the new one is a tracker yet;
+- nothing the window could read changed since it ended (the same watch, opened at its end),
+  and its nodes are still in the graph (not restored away by a speculation);
 - the inputs have the same structure: tensors made in the graph (no source: a read tensor's
-  other attributes would be guarded at its own source) with equal fake metadata and the
-  same aliasing among themselves (by tracker and by storage), equal constants, tuples;
-- every guard of the window that is about the first module (its source reaches that module's
-  source or its guard aliases) holds for the new module once re-rooted: the module's source
-  and aliases replaced by the new module's, the aliases made in the window renumbered. They
-  are evaluated now, on the real objects, in their order (the aliases they bind are bound
-  in that order); anything that cannot be evaluated (a name outside the module) is a no.
-  A read through the module of an object that is not its own (a shared `config`) was
-  guarded as the same object as the tracker it already had (`SAME_OBJECT`), so the new
-  module must reach that same object; a constant read is guarded equal, a submodule by
-  type, a parameter by tensor metadata, the slot dicts by keys, the hooks empty. Guards
-  of the window about anything else (globals, classes, shared objects) are facts that
-  hold already and stay installed.
-Then the replay installs the re-rooted guards, adds the new parameters as graph inputs
-(refused first if one of them is already an input or two are one tensor: the replay would
-merge placeholders a fresh trace merges with guards the window does not have), copies the
-window's ops in order with the new inputs and parameters mapped in, each run again on the
-new fake values (so no fake tensor of the first call is handed out), and rebuilds the
-result from the copies. Anything else traces the call normally and records it in place of
-the earlier record. `bytegraph.counters["blocks"]` counts "recorded", "reused" and
-"traced" calls; the reason a replay was refused is logged on the `perf` topic.
+  other attributes would be guarded at its own source) with equal fake metadata (requires_grad
+  and leafness included) and the same aliasing among themselves (by tracker and by storage),
+  equal constants, tuples of them;
+- every guard of the window about the first module (its source reaches that module's source
+  or its guard aliases) holds for the new module. The check is one expression compiled per
+  record: those guards spelled over the first module's own alias names, evaluated in order
+  (the aliases they bind are bound in that order) with those names bound to the new module
+  and its `__dict__`; a lookup that fails, or a name outside the module, is a no. A read
+  through the module of an object that is not its own (a shared `config` known before) was
+  guarded as the same object (`SAME_OBJECT`), so the new module must reach that same object;
+  `id(self)` is guarded by identity, so it never matches; a constant read is guarded equal
+  (a per-layer `layer_idx` the trace reads is traced per value; one it does not read is
+  not looked at), a submodule by type, a parameter by tensor metadata, the slot dicts by
+  keys, the hooks empty. Guards of the window about anything else (globals, classes, shared
+  objects) are facts that hold already and stay installed.
+Then the replay installs those guards re-rooted (the module's source and alias replaced by
+the new module's, the aliases made in the window renumbered to fresh ones), so the entry is
+guarded exactly as a fresh trace of the new module would guard it; it refuses if a new
+parameter is already a graph input or two are one tensor (a fresh trace would share the
+placeholder and guard that, which the window did not); it copies the window's nodes in order,
+each parameter's placeholder where it was read, the inputs and parameters mapped in, every op
+run again on the new fake values (no fake tensor of the first call is handed out), and
+rebuilds the result from the copies. Anything else traces the call normally (and records
+it). `bytegraph.counters["blocks"]` counts "recorded", "reused" and "traced" calls; why a
+replay or a record was refused is logged on the `perf` topic.
 
-Limits: a block that reads state another block wrote in the trace (a KV cache: pass
-`use_cache=False`), that takes a tensor read from outside, a list, a dict or an object as
-argument, whose result holds anything but tensors, constants and tuples, or that traces
-under symbolic sizes or autocast is traced every time.
+Limits: a block that writes state (a KV cache: pass `use_cache=False`), one whose input is a
+tensor read from outside, a list, a dict or an object, whose result holds anything but tensors,
+constants and tuples, or that traces under symbolic sizes, autocast or a higher-order op is
+traced every time; so is a module called a second time (weight sharing), which was read by
+its first call.
 """
 from __future__ import annotations
 
@@ -428,8 +436,8 @@ def _same_attrs(real, before: dict, after: dict) -> bool:
             continue
         b = _effective(own, name, b)
         a = _effective(own, name, a)
-        if b is _UNKNOWN or a is _UNKNOWN or type(b) is not type(a) or b != a:
-            return False
+        if b is _UNKNOWN or a is _UNKNOWN or type(b) is not type(a) or b != a or repr(b) != repr(a):
+            return False  # (repr: -0.0 is not 0.0)
     return True
 
 
@@ -468,7 +476,7 @@ def _check_result(vt, window: set, storages: set) -> None:
             raise _Refused("the result shares storage with an input or a parameter")
     elif type(vt) is ConstantVariable and type(vt.value) in _CONSTANT_TYPES:
         return
-    elif type(vt) is TupleVariable:
+    elif type(vt) is TupleVariable and vt.source is None:
         for item in vt.items:
             _check_result(item, window, storages)
     else:
@@ -519,9 +527,10 @@ class BlockRecord:
         if len({id(r) for r in reals}) != len(reals) or any(output.is_input(r) for r in reals):
             raise _Refused("its parameters alias each other or a graph input")
         module_vt.mark_read(tx)
-        return self._commit(tx, leaves, guards, sources, reals)
+        _result_sources(self.result, reroot)  # (re-rooted now: a refusal must come before any change)
+        return self._commit(tx, leaves, guards, sources, reals, reroot)
 
-    def _commit(self, tx, leaves: list, guards: list, sources: list, reals) -> object:
+    def _commit(self, tx, leaves: list, guards: list, sources: list, reals, reroot) -> object:
         output = tx.output
         for _ in self.aliases:
             output.next_guard_alias()
@@ -539,13 +548,23 @@ class BlockRecord:
                 vt = output.add_input(source, real, named_after=source.describe(), static=True)
                 output.tracked[source.inner] = vt
                 env[node] = vt.node
-        return _rebuild(self.result, env)
+        return _rebuild(self.result, env, reroot)
 
 
-def _rebuild(vt, env: dict):
+def _result_sources(vt, reroot: _Reroot) -> None:
+    if type(vt) is TupleVariable:
+        for item in vt.items:
+            _result_sources(item, reroot)
+    elif vt.source is not None:
+        reroot(vt.source)
+
+
+def _rebuild(vt, env: dict, reroot: _Reroot):
     if type(vt) is TensorVariable:
         node = env[vt.node]
         return TensorVariable(node, node.meta["example_value"], cls=vt.cls)
     if type(vt) is TupleVariable:
-        return TupleVariable([_rebuild(item, env) for item in vt.items])
-    return vt  # a constant
+        return TupleVariable([_rebuild(item, env, reroot) for item in vt.items])
+    if vt.source is None:
+        return vt  # a constant made in the trace
+    return ConstantVariable(vt.value, reroot(vt.source))  # one read from the module: the new module's
