@@ -417,3 +417,41 @@ def test_a_second_call_of_the_same_module_is_traced_again():
     model = Stack([block, block, block])  # one module three times: it was read by its first call
     check(_run, model, torch.randn(2, 8, requires_grad=True), graphs=1)
     assert _reused() == 0
+
+
+def test_an_object_first_reached_through_the_block_with_other_values_is_traced_again():
+    torch.manual_seed(0)
+    model = Stack([UsesConfig(Config(0.5)), UsesConfig(Config(0.5)), UsesConfig(Config(2.0))])
+    check(_run, model, torch.randn(2, 8, requires_grad=True), graphs=1)
+    assert _reused() == 1  # block 1's config equals block 0's (guarded by value); block 2's does not
+
+
+class Dropout(Block):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(x @ self.weight) + x
+
+
+def test_random_ops_are_replayed_in_order():
+    torch.manual_seed(0)
+    model = Stack([Dropout() for _ in range(3)]).train()
+    check(_run, model, torch.randn(2, 8, requires_grad=True), graphs=1)
+    assert _reused() >= 2
+
+
+class NoGradMiddle(Stack):
+    def forward(self, x):
+        x = torch.tanh(x)
+        x = self.blocks[0](x)
+        with torch.no_grad():
+            y = self.blocks[1](x)
+        return self.blocks[2](x) + y
+
+
+def test_another_grad_mode_is_traced_again():
+    torch.manual_seed(0)
+    check(_run, NoGradMiddle([Block() for _ in range(3)]), torch.randn(2, 8, requires_grad=True), graphs=1)
+    assert _reused() == 1  # block 2 replays block 0; block 1 runs without grad
