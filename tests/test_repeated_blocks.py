@@ -3,12 +3,16 @@ vars/repeated_blocks.py): a later call of a module class replays the first call'
 only where a fresh trace would have recorded the same ones. Differential (eager vs compiled,
 outputs and gradients), plus the graph with the switch on equals the plain trace's node for
 node, and `counters["blocks"]["reused"]` says whether a block's bytecode was traced again."""
+import collections
+
 import pytest
 import torch
 from torch import nn
 
 import bytegraph
 from bytegraph import config
+from bytegraph.graph.output_graph import OutputGraph
+from bytegraph.guards.guard import GuardKind
 from tests.helpers import CompileCounter, check
 
 
@@ -62,24 +66,39 @@ def _run(model, x):
     return model(x)
 
 
-def _graph_text(fn, *args, reuse: bool) -> list:
-    """(op, name, target, args) of every node of the one graph `fn` compiles to."""
+def _graph_text(monkeypatch, fn, *args, reuse: bool) -> tuple:
+    """(op, name, target, args) of every node of the one graph `fn` compiles to, and its
+    guards (what each checks; the no-aliasing ones as sets of sources)."""
     config.reuse_repeated_blocks = reuse
     bytegraph.reset()
     counter = CompileCounter()
+    finished = []
+    finish_guards = OutputGraph.finish_guards
+
+    def keep(output, *a, **k):
+        finished.append(finish_guards(output, *a, **k))
+        return finished[-1]
+
+    monkeypatch.setattr(OutputGraph, "finish_guards", keep)
     bytegraph.compile(fn, backend=counter, fullgraph=True)(*args)
+    monkeypatch.setattr(OutputGraph, "finish_guards", finish_guards)
     assert counter.frame_count == 1
-    return [(n.op, n.name, str(n.target), str(n.args), str(n.kwargs),
-             tuple(n.meta["example_value"].shape) if isinstance(n.meta.get("example_value"), torch.Tensor) else None)
-            for n in counter.graphs[0].graph.nodes]
+    nodes = [(n.op, n.name, str(n.target), str(n.args), str(n.kwargs),
+              tuple(n.meta["example_value"].shape) if isinstance(n.meta.get("example_value"), torch.Tensor) else None)
+             for n in counter.graphs[0].graph.nodes]
+    guards = collections.Counter(
+        (g.kind, frozenset(s.describe() for s in g.expected)) if g.kind is GuardKind.NO_ALIASING
+        else (g.kind, g.describe()) for g in finished[-1])
+    return nodes, guards
 
 
-def _assert_same_graph(fn, *args) -> None:
-    plain = _graph_text(fn, *args, reuse=False)
+def _assert_same_graph(monkeypatch, fn, *args) -> None:
+    plain_nodes, plain_guards = _graph_text(monkeypatch, fn, *args, reuse=False)
     bytegraph.counters.clear()
-    reused = _graph_text(fn, *args, reuse=True)
+    nodes, guards = _graph_text(monkeypatch, fn, *args, reuse=True)
     assert _reused() > 0
-    assert reused == plain
+    assert nodes == plain_nodes
+    assert guards == plain_guards  # a replay guards exactly what a fresh trace of the block does
 
 
 def test_identical_blocks_are_traced_once_and_replayed():
@@ -89,8 +108,8 @@ def test_identical_blocks_are_traced_once_and_replayed():
     assert bytegraph.counters["blocks"]["recorded"] == 1
 
 
-def test_replayed_graph_equals_the_plain_trace_node_for_node():
-    _assert_same_graph(_run, _stack(5), torch.randn(3, 8, requires_grad=True))
+def test_replayed_graph_and_guards_equal_the_plain_trace(monkeypatch):
+    _assert_same_graph(monkeypatch, _run, _stack(5), torch.randn(3, 8, requires_grad=True))
 
 
 def test_per_layer_attribute_not_read_still_reuses():
@@ -344,8 +363,8 @@ def _llama_run(model, ids):
     return model(ids).last_hidden_state
 
 
-def test_tiny_llama_24_layers_graph_equals_the_plain_trace():
-    _assert_same_graph(_llama_run, _llama(24), torch.randint(0, 99, (2, 8)))
+def test_tiny_llama_24_layers_graph_and_guards_equal_the_plain_trace(monkeypatch):
+    _assert_same_graph(monkeypatch, _llama_run, _llama(24), torch.randint(0, 99, (2, 8)))
     assert _reused() >= 23  # every decoder layer after the first
 
 

@@ -110,7 +110,7 @@ class SideEffects:
 
     __slots__ = ("output", "mutated", "globals", "by_id", "_keepalive", "writes", "current_scope",
                  "_scope_names", "_undo", "_saved", "_checkpoints", "positioned", "calls", "_calls_allowed",
-                 "hooks", "watches")
+                 "hooks", "watches", "distinct")
 
     def __init__(self, output=None):
         self.output = output           # the OutputGraph (for the translator at a refused write)
@@ -131,6 +131,9 @@ class SideEffects:
         self._calls_allowed: set = set()  # scopes whose recorded calls are the caller's business
         self.hooks: list = []          # tensor hook registrations and removals (vars/hooks/tensor.py)
         self.watches: list = []        # open `Watch`es (vars/repeated_blocks.py)
+        # sources of objects a replayed block read (vars/repeated_blocks.py): kept distinct like
+        # `by_id`'s, as the trackers a fresh trace of the block would have made
+        self.distinct: list = []
         set_current_scope(0)
 
     # ---- the barrier -------------------------------------------------------------------
@@ -291,6 +294,19 @@ class SideEffects:
         self.by_id[id(value)] = vt
         self._keepalive.append(value)
 
+    def remembered(self) -> int:
+        """How many objects have a tracker in the identity map (a position for `remembered_since`)."""
+        return len(self._keepalive)
+
+    def remembered_since(self, position: int) -> list:
+        """The trackers given to objects since `remembered()` was `position`, in order."""
+        return [self.by_id[id(value)] for value in self._keepalive[position:]]
+
+    def keep_distinct(self, sources) -> None:
+        """Objects read at `sources` by a replayed block: guarded distinct from every tracked
+        object when anything is written, as their trackers would be (`_guard_distinct`)."""
+        self.distinct.extend(sources)
+
     # ---- watching what existed before a point (vars/repeated_blocks.py) -----------------------
     def watch(self) -> "Watch":
         """From now on, note the first write to each tracker that exists now and that code
@@ -323,11 +339,12 @@ class SideEffects:
         self._checkpoints += 1
         self._saved = set()
         return (len(self._undo), len(self.mutated), len(self.globals), len(self._keepalive), self.writes,
-                len(self.calls), len(self.hooks))
+                len(self.calls), len(self.hooks), len(self.distinct))
 
     def restore(self, cp: tuple) -> None:
         """Undo every change since `cp` (which stays active: it can be restored again)."""
-        undo_len, mutated_len, globals_len, keepalive_len, writes, calls_len, hooks_len = cp
+        undo_len, mutated_len, globals_len, keepalive_len, writes, calls_len, hooks_len, distinct_len = cp
+        del self.distinct[distinct_len:]
         del self.hooks[hooks_len:]
         undo = self._undo
         while len(undo) > undo_len:
@@ -422,6 +439,7 @@ class SideEffects:
         written = self._by_phase()
         if any(written[:REPLAY_CELL]):
             sources = tuple(vt.source for vt in self.by_id.values() if vt.replay_phase != REPLAY_CELL)
+            sources += tuple(self.distinct)
             if len(sources) > 1:
                 output.add_guard(Guard(GuardKind.NO_ALIASING, sources[0], sources))
         if written[REPLAY_CELL]:  # a cell written through one closure is read through another only if shared

@@ -45,8 +45,11 @@ records that applies) when all of these hold:
   keys, the hooks empty. Guards of the window about anything else (globals, classes, shared
   objects) are facts that hold already and stay installed.
 Then the replay installs those guards re-rooted (the module's source and alias replaced by
-the new module's, the aliases made in the window renumbered to fresh ones), so the entry is
-guarded exactly as a fresh trace of the new module would guard it; it refuses if a new
+the new module's, the aliases made in the window renumbered to fresh ones, the words of a
+hook guard naming the new module), and keeps the objects under the new module that a fresh
+trace would have given trackers distinct from every tracked object when anything is written
+(`SideEffects.keep_distinct`), so the entry is guarded exactly as a fresh trace of the new
+module would guard it (the tests compare the two guard sets); it refuses if a new
 parameter is already a graph input or two are one tensor (a fresh trace would share the
 placeholder and guard that, which the window did not); it copies the window's nodes in order,
 each parameter's placeholder where it was read, the inputs and parameters mapped in, every op
@@ -70,9 +73,9 @@ import torch
 
 from .. import config
 from ..guards.guard import Guard, GuardKind
-from ..guards.sources import GuardAliasSource, KeyedItemSource, ModuleAliasSource, ModuleBindSource, \
-    ModuleSlotSource, Source
-from .base import _state_slots
+from ..guards.sources import GuardAliasSource, GuardExpressionSource, KeyedItemSource, ModuleAliasSource, \
+    ModuleBindSource, ModuleSlotSource, Source
+from .base import REPLAY_CELL, _state_slots
 from .constant import ConstantVariable
 from .containers import TupleVariable
 from .tensor import TensorVariable
@@ -267,6 +270,9 @@ class _Reroot:
             if prefix != "__bg_" or not number.isdigit():
                 raise _Refused(f"unknown guard alias {source.alias}")
             values[names.index("alias")] = f"__bg_t{self._alias(int(number))}"
+        elif cls is GuardExpressionSource and self.new is not None and self.new.__class__ is not ModuleAliasSource:
+            # its words name the module (`hooks of self.layers[0]`): the new one's, as a fresh trace says
+            values[names.index("what")] = source.what.replace(self.old.describe(), self.new.describe(), 1)
         elif cls is KeyedItemSource or "alias" in names:
             raise _Refused(f"a guard alias of {cls.__name__} under the module")
         return cls(*values)
@@ -347,6 +353,7 @@ class _Start:
         self.guards = len(output.guards)
         self.inputs = len(output.inputs)
         self.aliases = output.guard_aliases
+        self.remembered = output.side_effects.remembered()
         self.watch = output.side_effects.watch()
 
     def finish(self, tx, result) -> "BlockRecord":
@@ -391,8 +398,11 @@ class _Start:
                 rooted.append(guard)
                 checked.append(spelled)
         check = (checked, [template(source) for source, _ in inputs])  # compiled when first replayed
+        # objects the call gave trackers that a later call's trackers would stand for (its own)
+        distinct = [vt.source for vt in output.side_effects.remembered_since(self.remembered)
+                    if vt.source is not None and vt.replay_phase != REPLAY_CELL and _under(vt.source, module_vt)]
         return BlockRecord(module_vt.source, self.alias, _signature(self.leaves), self.leaves, nodes, inputs,
-                           rooted, check, aliases, result, self.ambient, output.side_effects.watch())
+                           rooted, check, aliases, distinct, result, self.ambient, output.side_effects.watch())
 
 
 def _check_quiet(watch, why: str) -> None:
@@ -497,6 +507,7 @@ class BlockRecord:
     check: tuple            # (those guards and its parameters' sources spelled over its alias), then
                             # their `_compile_check`
     aliases: range          # the alias numbers handed out during it
+    distinct: list          # sources of the objects under the module it gave trackers (identity map)
     result: object          # its result tracker
     ambient: tuple          # `_ambient` at its start
     since: object           # the side-effect `Watch` opened at its end
@@ -526,8 +537,10 @@ class BlockRecord:
         sources = [reroot(source) for source, _ in self.inputs]
         if len({id(r) for r in reals}) != len(reals) or any(output.is_input(r) for r in reals):
             raise _Refused("its parameters alias each other or a graph input")
-        module_vt.mark_read(tx)
         _result_sources(self.result, reroot)  # (re-rooted now: a refusal must come before any change)
+        distinct = [reroot(source) for source in self.distinct]
+        module_vt.mark_read(tx)
+        output.side_effects.keep_distinct(distinct)
         return self._commit(tx, leaves, guards, sources, reals, reroot)
 
     def _commit(self, tx, leaves: list, guards: list, sources: list, reals, reroot) -> object:
