@@ -509,14 +509,15 @@ class OutputGraph:
     def replayable_node(node: torch.fx.Node) -> bool:
         """Whether `node` is an op a replay may copy: a call that writes none of its arguments in
         place and changes no global state (the grad mode)."""
-        if node.op not in ("call_function", "call_method") or node.target is torch._C._set_grad_enabled:
+        if node.op not in ("call_function", "call_method") or node.target is torch._C._set_grad_enabled \
+                or "out" in node.kwargs:
             return False
         if node.op == "call_method":
             return not _writes_first_argument(node.op, node.target, None)
         by_schema = written_arguments(node.target)
         if by_schema is not None:
             return not (by_schema[0] or by_schema[1])
-        if "out" in node.kwargs or node.kwargs.get("inplace") is True or node.target in _INPLACE_FUNCTIONS:
+        if node.kwargs.get("inplace") is True or node.target in _INPLACE_FUNCTIONS:
             return False
         name = getattr(node.target, "__name__", "")
         return not (name[-1:] == "_" and name[:2] != "__")

@@ -229,11 +229,12 @@ class _Reroot:
     """Sources about the recorded module rewritten to be about the new one: its source and
     alias replaced, the aliases made in the window renumbered (`aliases`: old -> new)."""
 
-    def __init__(self, old_source, new_source, aliases: dict):
+    def __init__(self, old_source, new_source, aliases: dict, words: bool = True):
         self.old = old_source
         self.old_hash = hash(old_source)
         self.new = new_source
         self.aliases = aliases
+        self.words = words  # whether guard-only sources' descriptions name the new module
         self.memo: dict = {}
 
     def __call__(self, source):
@@ -270,7 +271,7 @@ class _Reroot:
             if prefix != "__bg_" or not number.isdigit():
                 raise _Refused(f"unknown guard alias {source.alias}")
             values[names.index("alias")] = f"__bg_t{self._alias(int(number))}"
-        elif cls is GuardExpressionSource and self.new is not None and self.new.__class__ is not ModuleAliasSource:
+        elif cls is GuardExpressionSource and self.words:
             # its words name the module (`hooks of self.layers[0]`): the new one's, as a fresh trace says
             values[names.index("what")] = source.what.replace(self.old.describe(), self.new.describe(), 1)
         elif cls is KeyedItemSource or "alias" in names:
@@ -390,7 +391,7 @@ class _Start:
         # the guards about the module, spelled over its own alias names: the template a
         # replay checks (with those names bound to the new module) and then re-roots
         template = _Reroot(module_vt.source, ModuleAliasSource(None, self.alias),
-                           {self.alias: self.alias, **{a: a for a in aliases}})
+                           {self.alias: self.alias, **{a: a for a in aliases}}, words=False)
         rooted, checked = [], []
         for guard in list(output.guards.values())[self.guards:]:
             spelled = _reroot_guard(template, guard)
@@ -468,7 +469,7 @@ def _effective(own: dict, name: str, pending):
 
 def _under(source, module_vt) -> bool:
     """Whether `source` is about the module (reaches its source or its aliases)."""
-    marker = _Reroot(module_vt.source, _MARK, {})
+    marker = _Reroot(module_vt.source, _MARK, {}, words=False)
     try:
         return marker(source) is not source
     except _Refused:
