@@ -325,6 +325,16 @@ def test_a_constant_read_from_the_module_is_the_new_modules():
     assert _reused() == 2
 
 
+class NoParameters(nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * 2
+
+
+def test_blocks_without_parameters_reuse():
+    check(_run, Stack([NoParameters() for _ in range(3)]), torch.randn(2, 8, requires_grad=True), graphs=1)
+    assert _reused() == 2
+
+
 def test_tied_parameters_are_traced_again():
     torch.manual_seed(0)
     model = _stack(3)

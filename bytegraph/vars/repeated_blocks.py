@@ -321,7 +321,7 @@ def _compile_check(tx, guards: list, values: list) -> tuple:
                 continue
         clauses.append(guard.clause(bind))
     text = " and ".join(f"({c})" for c in clauses) if clauses else "True"
-    text = f"({text}) and ({''.join(s.name() + ', ' for s in values)}True)"  # never empty, so truthy
+    text = f"({text}) and ({''.join(s.name() + ', ' for s in values)}True,)"  # a tuple, never empty
     return compile(text, "<repeated block guards>", "eval"), namespace
 
 
