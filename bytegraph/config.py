@@ -65,6 +65,12 @@ exceptions. `True` (`BYTEGRAPH_VERIFY=1`): the first difference raises `bytegrap
 after the compiled call; `"warn"` (`BYTEGRAPH_VERIFY=warn`): it is logged as an error on the
 `verify` topic and counted in `bytegraph.counters["verify"]["differences"]`. Slow: a debugging aid."""
 
+reuse_repeated_blocks = False
+"""A later call of the same `nn.Module` class's `forward` in one capture, on a module whose
+attributes, parameters and inputs the first call's trace read match, replays the first call's
+recorded ops instead of tracing its bytecode again (Note [Repeated blocks] in
+vars/repeated_blocks.py says when, and what it proves first)."""
+
 def _alias(target: str) -> property:
     """A module attribute that reads and writes setting `target` (a data descriptor of the
     module's class, so `setattr`, `monkeypatch` and `unittest.mock.patch` see one value)."""

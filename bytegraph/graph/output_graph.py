@@ -14,6 +14,7 @@ inside it to the child's placeholders.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import itertools
@@ -88,6 +89,9 @@ class OutputGraph:
         self.root_graph = self.graph
         self._subgraphs: list = []   # the open `subgraph()` scopes, innermost last
         self.submodules: dict = {}   # name -> FX graph of a higher-order op's body (vars/hops)
+        # (module class, forward) -> the BlockRecord of its latest recorded call (vars/repeated_blocks.py)
+        self.block_records: dict = {}
+        self.block_counts = collections.Counter()  # "recorded"/"reused"/"traced": counters["blocks"]
         self.add_guard(Guard(GuardKind.GRAD_MODE, None, self.grad_enabled))
 
     # ---- state set by the trackers and the translator ---------------------------------
@@ -481,6 +485,53 @@ class OutputGraph:
         if shapes is not None and len(shapes.env.guards) > before:
             shapes.locate(before, tx.guard_location())
 
+
+    # ---- replaying a recorded block (Note [Repeated blocks] in vars/repeated_blocks.py) ----
+    def last_node(self) -> torch.fx.Node:
+        """The newest node of the root graph (a window of the capture starts after it)."""
+        return self.root_graph._root.prev
+
+    def nodes_after(self, last: torch.fx.Node) -> list:
+        """The root graph's nodes added after `last`, oldest first."""
+        out = []
+        node = last.next
+        root = self.root_graph._root
+        while node is not root:
+            out.append(node)
+            node = node.next
+        return out
+
+    def is_input(self, real) -> bool:
+        """Whether the real tensor `real` is already a graph input."""
+        return id(real) in self._input_by_id
+
+    @staticmethod
+    def replayable_node(node: torch.fx.Node) -> bool:
+        """Whether `node` is an op a replay may copy: a call that writes none of its arguments in
+        place and changes no global state (the grad mode)."""
+        if node.op not in ("call_function", "call_method") or node.target is torch._C._set_grad_enabled \
+                or "out" in node.kwargs:
+            return False
+        if node.op == "call_method":
+            return not _writes_first_argument(node.op, node.target, None)
+        by_schema = written_arguments(node.target)
+        if by_schema is not None:
+            return not (by_schema[0] or by_schema[1])
+        if node.kwargs.get("inplace") is True or node.target in _INPLACE_FUNCTIONS:
+            return False
+        name = getattr(node.target, "__name__", "")
+        return not (name[-1:] == "_" and name[:2] != "__")
+
+    def replay_node(self, tx, node: torch.fx.Node, env: dict) -> torch.fx.Node:
+        """A copy of recorded op `node` in the root graph, its node arguments mapped through
+        `env` (old node -> new node; others stay), run on the new arguments' fake values."""
+        args = torch.fx.map_arg(node.args, lambda n: env.get(n, n))
+        kwargs = torch.fx.map_arg(node.kwargs, lambda n: env.get(n, n))
+        example = self._run_fake(tx, node.op, node.target, _example_of(args), _example_of(kwargs))
+        new = self.add_node(node.op, node.target, args, kwargs)
+        new.meta["example_value"] = example
+        new.meta["bg_frames"] = node.meta.get("bg_frames")
+        return new
 
     def _before_inplace(self, written: list) -> None:
         """An in-place method (`x.add_()`, `x.unsqueeze_()`, `torch._foreach_mul_(xs, 2)`), `out=` op or

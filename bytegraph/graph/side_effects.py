@@ -78,13 +78,39 @@ def _truncate(d: dict, n: int) -> None:
         d.popitem()
 
 
+class Watch:
+    """What changed since `SideEffects.watch()`: trackers made before it that were written
+    (id -> (tracker, its state before the first write)), and the first other change."""
+
+    __slots__ = ("epoch", "escaped", "written", "other")
+
+    def __init__(self, epoch: int, escaped: set):
+        self.epoch = epoch
+        self.escaped = escaped     # ids of the trackers made in the trace that pending writes hold
+        self.written: dict = {}
+        self.other = None
+
+
+def _reachable(roots: list) -> set:
+    """The ids of the trackers made in the trace (no source) reachable from `roots`."""
+    seen: set = set()
+    stack = list(roots)
+    while stack:
+        vt = stack.pop()
+        if id(vt) in seen or not hasattr(vt, "children"):
+            continue
+        seen.add(id(vt))
+        stack.extend(vt.children())
+    return seen
+
+
 class SideEffects:
     """Everything the traced code did to the caller's world, in O(1) per write, and the
     mutation barrier every in-place change of a tracker passes (Note [Mutation barrier])."""
 
     __slots__ = ("output", "mutated", "globals", "by_id", "_keepalive", "writes", "current_scope",
                  "_scope_names", "_undo", "_saved", "_checkpoints", "positioned", "calls", "_calls_allowed",
-                 "hooks")
+                 "hooks", "watches", "distinct")
 
     def __init__(self, output=None):
         self.output = output           # the OutputGraph (for the translator at a refused write)
@@ -104,6 +130,11 @@ class SideEffects:
         self.calls: list = []          # (fn, args, kwargs) replayed after the stores (Note [Replayed calls])
         self._calls_allowed: set = set()  # scopes whose recorded calls are the caller's business
         self.hooks: list = []          # tensor hook registrations and removals (vars/hooks/tensor.py)
+        self.watches: list = []        # open `Watch`es (vars/repeated_blocks.py)
+        # sources of objects a replayed block read (vars/repeated_blocks.py): kept distinct like
+        # `by_id`'s, as the trackers a fresh trace of the block would have made
+        self.distinct: list = []
+        set_current_scope(0)
 
     # ---- the barrier -------------------------------------------------------------------
     def mutate(self, vt, replay: bool = True) -> None:
@@ -118,6 +149,10 @@ class SideEffects:
             self._undo.append((vt._restore_state, vt._save_state()))
         if replay and vt.source is not None:
             self.mutated[id(vt)] = vt
+        for watch in self.watches:
+            if vt.scope < watch.epoch and (vt.source is not None or id(vt) in watch.escaped) \
+                    and id(vt) not in watch.written:
+                watch.written[id(vt)] = (vt, vt._save_state())
         self.writes += 1
 
     def touch(self, vt) -> None:
@@ -186,6 +221,7 @@ class SideEffects:
         changes, was just rebuilt at its start (while residual code is generated); set its
         position after the replay."""
         self.positioned.append(it_vt)
+        self._seen("an iterator positioned after the replay")
 
     def store_global(self, f_globals: dict, globals_source, name: str, value) -> None:
         """Global `name` of `f_globals` (or a module attribute) is written: the barrier for
@@ -203,6 +239,7 @@ class SideEffects:
                 entry[4:] = [self.writes, True]
             entry[3] = value
         self.writes += 1
+        self._seen("a global write")
 
     def record_call(self, fn, args: list, kwargs: dict) -> None:
         """`fn(*args, **kwargs)` runs after the graph instead of now (Note [Replayed calls])."""
@@ -214,6 +251,7 @@ class SideEffects:
                            category="side effect in higher-order op",
                            hint="make the call outside the body")
         self.calls.append((fn, list(args), dict(kwargs)))
+        self._seen("a replayed call")
 
     def drop_calls(self, n: int) -> list:
         """Forget the calls recorded after the first `n`; returns them."""
@@ -227,6 +265,7 @@ class SideEffects:
         if self.current_scope:
             self._refuse("a tensor hook")
         self.hooks.append(record)
+        self._seen("a hook registration")
         self.writes += 1
 
     def emit_hooks(self, cg) -> None:
@@ -255,16 +294,57 @@ class SideEffects:
         self.by_id[id(value)] = vt
         self._keepalive.append(value)
 
+    def remembered(self) -> int:
+        """How many objects have a tracker in the identity map (a position for `remembered_since`)."""
+        return len(self._keepalive)
+
+    def remembered_since(self, position: int) -> list:
+        """The trackers given to objects since `remembered()` was `position`, in order."""
+        return [self.by_id[id(value)] for value in self._keepalive[position:]]
+
+    def keep_distinct(self, sources) -> None:
+        """Objects read at `sources` by a replayed block: guarded distinct from every tracked
+        object when anything is written, as their trackers would be (`_guard_distinct`)."""
+        self.distinct.extend(sources)
+
+    # ---- watching what existed before a point (vars/repeated_blocks.py) -----------------------
+    def watch(self) -> "Watch":
+        """From now on, note the first write to each tracker that exists now and that code
+        could reach from outside the frames (one with a source, or one made in the trace
+        that the log's pending writes hold: `escaped`), with its state before that write,
+        and every other change of the log, until `unwatch`. A tracker made later cannot
+        be reached so without a write to one of those. Trackers made at the top level
+        from now on get a fresh scope id, which tells them apart (outside a speculation
+        scope it refuses nothing: only a body's `current_scope` does)."""
+        epoch = len(self._scope_names)
+        self._scope_names[epoch] = self._scope_names[self.current_scope]
+        if not self.current_scope:
+            set_current_scope(epoch)
+        held = [child for vt in self.mutated.values() for child in vt.children()]
+        held += [entry[3] for entry in self.globals.values() if entry[3] is not DELETED]
+        watch = Watch(epoch, _reachable(held))
+        self.watches.append(watch)
+        return watch
+
+    def unwatch(self, watch: "Watch") -> None:
+        if watch in self.watches:
+            self.watches.remove(watch)
+
+    def _seen(self, what: str) -> None:
+        for watch in self.watches:
+            watch.other = watch.other or what
+
     # ---- checkpoints (Note [Mutation barrier]) ---------------------------------------------
     def checkpoint(self) -> tuple:
         self._checkpoints += 1
         self._saved = set()
         return (len(self._undo), len(self.mutated), len(self.globals), len(self._keepalive), self.writes,
-                len(self.calls), len(self.hooks))
+                len(self.calls), len(self.hooks), len(self.distinct))
 
     def restore(self, cp: tuple) -> None:
         """Undo every change since `cp` (which stays active: it can be restored again)."""
-        undo_len, mutated_len, globals_len, keepalive_len, writes, calls_len, hooks_len = cp
+        undo_len, mutated_len, globals_len, keepalive_len, writes, calls_len, hooks_len, distinct_len = cp
+        del self.distinct[distinct_len:]
         del self.hooks[hooks_len:]
         undo = self._undo
         while len(undo) > undo_len:
@@ -359,6 +439,7 @@ class SideEffects:
         written = self._by_phase()
         if any(written[:REPLAY_CELL]):
             sources = tuple(vt.source for vt in self.by_id.values() if vt.replay_phase != REPLAY_CELL)
+            sources += tuple(self.distinct)
             if len(sources) > 1:
                 output.add_guard(Guard(GuardKind.NO_ALIASING, sources[0], sources))
         if written[REPLAY_CELL]:  # a cell written through one closure is read through another only if shared

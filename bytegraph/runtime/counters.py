@@ -6,7 +6,9 @@ A `collections.defaultdict(collections.Counter)`:
   or a frame run eagerly because of one), keyed by the reason as `bytegraph.explain` shows
   it (`BreakReason.reason`);
 - `counters["stats"]["unique_graphs"]`: graphs compiled; `counters["stats"]["calls_captured"]`:
-  the call nodes (`call_function`/`call_method`/`call_module`) in them.
+  the call nodes (`call_function`/`call_method`/`call_module`) in them;
+- `counters["blocks"]`: module calls "traced", "recorded" and "reused" (replayed without
+  tracing their bytecode) under `config.reuse_repeated_blocks` (vars/repeated_blocks.py).
 Counted when a cache entry is installed (a listener of `compiled_function.LISTENERS`), so a
 call that hits an entry costs nothing. Like torch's, `reset()` leaves them alone: clear them
 with `bytegraph.counters.clear()`.
@@ -29,6 +31,7 @@ def _count(compiled, entry, graph_break) -> None:
         stats = counters["stats"]
         stats["unique_graphs"] += 1
         stats["calls_captured"] += sum(1 for node in entry.graph_module.graph.nodes if node.op in _CALL_OPS)
+        counters["blocks"].update(entry.graph_module.meta.get("bg_blocks", {}))
 
 
 LISTENERS.append(_count)

@@ -248,6 +248,8 @@ def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend,
     if config.debug:
         graph.lint()
     gm = output.graph_module(graph)
+    if output.block_counts:  # counted in bytegraph.counters["blocks"] (runtime/counters.py)
+        gm.meta["bg_blocks"] = dict(output.block_counts)
     if output.shapes is not None:
         output.shapes.insert_runtime_asserts(gm)
     # As torch.compile's: real tensors, or fakes with symbolic sizes and SymInts when dynamic

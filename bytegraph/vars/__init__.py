@@ -23,9 +23,10 @@ from . import (autocast, autograd_function, autograd_ops, base, builder, builtin
                dict_subclass, dict_views, dunders, environ, exceptions, factory, function_ctx, functions,
                globals_dict, hooks, hops, iterators, keyed_dicts, lazy_int, lazy_list, lazy_modules,
                legacy_tensor_types, locks, logging_calls, lru_cache, made_modules, mapping_proxy, mappings,
-               method_table, namedtuples, nn_module, numpy_calls, object_protocol, objects, polyfills, process_groups,
-               random_draws, registry, requires_grad, scalar_reads, set_order, signatures, sorting,
-               super_object, symbolic, tensor, tensor_scalar_args, torch_contexts, torch_functions,
+               method_table, namedtuples, nn_module, numpy_calls, object_protocol, objects, polyfills,
+               process_groups, random_draws, registry, repeated_blocks, requires_grad, scalar_reads, set_order,
+               signatures, sorting, super_object, symbolic, tensor, tensor_scalar_args, torch_contexts,
+               torch_functions,
                torch_op_rule, trace_rules, typing_forms)
 from .autocast import emit, state, trackers  # noqa: F401
 from .hooks import intermediate, module, registry as hook_registry, tensor as tensor_hooks  # noqa: F401

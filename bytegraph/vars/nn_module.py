@@ -22,6 +22,10 @@ Sources and guards:
 - plain attribute writes (`self.calls += 1`) go to the side-effect log and are replayed
   with `setattr`; writes that would register a parameter, buffer or submodule break.
 
+With `config.reuse_repeated_blocks`, the call of a module nothing has read yet goes through
+`vars/repeated_blocks.py` (Note [Repeated blocks]), which may replay an earlier call of its
+class; `read` (set by every slot that reads the module) says whether anything has.
+
 Note [Module guard aliases]
 The guard function evaluates every clause from the frame's locals, so a parameter
 three modules deep would re-walk the module path for every clause. The type guard of
@@ -58,7 +62,7 @@ from .classes import guard_class_attribute
 from .objects import DELETED, UserObjectVariable
 from .registry import handles, register
 from .tensor import TensorVariable
-from . import factory, lazy_modules
+from . import factory, lazy_modules, repeated_blocks
 
 
 def _next_alias(tx) -> int:
@@ -124,13 +128,21 @@ class NNModuleVariable(UserObjectVariable):
     module's `__dict__`) and class attributes from `base` (the module); both are aliases
     bound by its type guard (Note [Module guard aliases])."""
 
-    __slots__ = ("base", "call_checked", "dict_src")
+    __slots__ = ("base", "call_checked", "dict_src", "read")
 
     def __init__(self, value, source, base, dict_src):
         super().__init__(value, source)
         self.base = base
         self.dict_src = dict_src
         self.call_checked = False
+        self.read = False  # whether the trace read anything of it yet (Note [Repeated blocks])
+
+    def mark_read(self, tx) -> None:
+        """The trace reads the module (an attribute, a slot, its hooks, a protocol slot): from
+        now on a call of it is not the first thing that learns about it (vars/repeated_blocks.py)."""
+        if not self.read:
+            tx.output.side_effects.touch(self)
+            self.read = True
 
     def describe(self) -> str:
         return f"module {self.source.describe()} ({type(self.value).__qualname__})"
@@ -141,6 +153,7 @@ class NNModuleVariable(UserObjectVariable):
         the class (a property), the instance `__dict__`, a class attribute (a method, a
         static or class method, another descriptor, a plain value), and only then the
         class's `__getattr__` (`_module_getattr`)."""
+        self.mark_read(tx)
         module = self.value
         if self.attrs is not None and name in self.attrs:  # written earlier in this trace
             pending = self.attrs[name]
@@ -198,6 +211,7 @@ class NNModuleVariable(UserObjectVariable):
     def slot_lookup(self, tx, name):
         """`nn.Module.__getattr__(module, name)`: `_parameters`, `_buffers`, `_modules` in
         that order, else eager's AttributeError."""
+        self.mark_read(tx)
         instance = self.value.__dict__
         for dict_name in _SLOT_DICTS:
             whole = tx.output.tracked.get(ModuleDictItemSource(self.dict_src, dict_name, self.source))
@@ -210,6 +224,7 @@ class NNModuleVariable(UserObjectVariable):
         tx.raise_user_error(AttributeError(f"'{type(self.value).__name__}' object has no attribute '{name}'"))
 
     def _slot(self, tx, dict_name: str, key: str):
+        self.mark_read(tx)
         value = self.value.__dict__[dict_name][key]
         source = ModuleSlotSource(self.dict_src, dict_name, key, self.source)
         if isinstance(value, torch.Tensor) and isinstance(self.dict_src, ModuleAliasSource):
@@ -235,6 +250,7 @@ class NNModuleVariable(UserObjectVariable):
 
     def _slot_dict(self, tx, dict_name: str):
         """`self._modules` (etc.) as a dict of trackers whose keys are guarded."""
+        self.mark_read(tx)
         slots = self.value.__dict__[dict_name]
         src = ModuleDictItemSource(self.dict_src, dict_name, self.source)
         cached = tx.output.tracked.get(src)
@@ -269,6 +285,7 @@ class NNModuleVariable(UserObjectVariable):
                            category="side effect")
 
     def store_attr(self, tx, name, value) -> None:
+        self.mark_read(tx)
         if value.is_tensor and name in self.value.__dict__["_buffers"] and value is self.var_getattr(tx, name) \
                 and not torch.nn.modules.module._global_buffer_registration_hooks:
             return  # `self.n += 1` on a buffer: changed in place, set back to itself (a no-op)
@@ -276,17 +293,25 @@ class NNModuleVariable(UserObjectVariable):
         self._write(tx, name, value)
 
     def delete_attr(self, tx, name) -> None:
+        self.mark_read(tx)
         self._check_writable(tx, name, "deleting")
         self.delete_instance_attr(tx, name)
 
     # ---- calls -----------------------------------------------------------------------
     def call_function(self, tx, args, kwargs):
         module = self.value
-        cls = type(module)
         if module.__dict__["_forward_pre_hooks"]:
             hook = lazy_modules.pending_hook(module)
             if hook is not None:  # Note [Lazy module initialization]: restarts the capture, or breaks
                 lazy_modules.initialize(tx, self, hook, args, kwargs)
+        if config.reuse_repeated_blocks and not self.read:
+            return repeated_blocks.call(tx, self, self._call, args, kwargs)
+        return self._call(tx, args, kwargs)
+
+    def _call(self, tx, args, kwargs):
+        """The call itself: `forward` inlined when no hook can run, else `type(module).__call__`."""
+        self.mark_read(tx)
+        cls = type(self.value)
         if cls.__call__ is torch.nn.Module.__call__ and cls._call_impl is torch.nn.Module._call_impl \
                 and not self.has_hooks(tx):
             _guard_call_path(tx, cls)
@@ -309,6 +334,7 @@ class NNModuleVariable(UserObjectVariable):
 
     def has_hooks(self, tx) -> bool:
         """Whether a call must run `Module._call_impl`'s hook logic (Note [Module call guard])."""
+        self.mark_read(tx)
         d = self.value.__dict__
         present = bool(d["_backward_hooks"] or d["_backward_pre_hooks"] or d["_forward_hooks"]
                        or d["_forward_pre_hooks"] or "forward" in d or "_compiled_call_impl" in d)
@@ -374,9 +400,11 @@ class NNModuleVariable(UserObjectVariable):
 
     # ---- containers ------------------------------------------------------------------
     def iterate(self, tx):
+        self.mark_read(tx)
         return VariableTracker.iterate(self, tx)  # through `unpack`, which keeps sources
 
     def unpack(self, tx) -> list:
+        self.mark_read(tx)
         module = self.value
         if isinstance(module, (torch.nn.Sequential, torch.nn.ModuleList)) and \
                 type(module).__iter__ in (torch.nn.Sequential.__iter__, torch.nn.ModuleList.__iter__):
@@ -386,6 +414,7 @@ class NNModuleVariable(UserObjectVariable):
         return self.call_method(tx, "__iter__", [], {}).iterate(tx).unpack(tx)
 
     def call_method(self, tx, name, args, kwargs):
+        self.mark_read(tx)
         module = self.value
         if name in REGISTRATION_METHODS and class_lookup(type(module), name)[1] is getattr(torch.nn.Module, name):
             registration_break(tx, self.source.describe(), name)
@@ -414,6 +443,24 @@ class NNModuleVariable(UserObjectVariable):
             if v is child:
                 return children.items[k]
         raise AssertionError("indexed child not found in _modules")
+
+
+def _reading(name: str):
+    """The inherited protocol slot `name`, marking the module read first (Note [Repeated blocks])."""
+    inherited = getattr(UserObjectVariable, name)
+
+    def slot(self, tx, *args, **kwargs):
+        self.mark_read(tx)
+        return inherited(self, tx, *args, **kwargs)
+
+    slot.__name__ = slot.__qualname__ = name
+    return slot
+
+
+for _name in ("truth", "len_impl", "contains_impl", "getitem_impl", "setitem_impl", "hasattr_impl",
+              "builtin_base_method", "binary_op_impl", "enter_with", "reverse_iterate", "next_item", "key_impl",
+              "as_fx_arg"):
+    setattr(NNModuleVariable, _name, _reading(_name))
 
 
 @handles(torch.nn.Module.__getattr__)

@@ -1,0 +1,62 @@
+"""Capture time of a tiny Llama by depth, with `config.reuse_repeated_blocks` off and on
+(issue 39, item 2): `python -m bench.repeated_blocks`.
+
+Capture = the first compiled call minus an eager call of the same model (eager backend, CPU,
+hidden 64, input_ids (2, 8), no KV cache: a cache is state every layer writes, which no block
+replay may skip), after one trivial compile and one untimed capture of the 2-layer model have
+paid start-up; the median of 3 fresh captures (`bytegraph.reset()` between them)."""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+
+import torch
+
+import bytegraph
+from bytegraph import config
+
+DEPTHS = (2, 8, 24)
+
+
+def tiny_llama(layers: int):
+    """The tiny `LlamaModel` of the issue, in eval mode, with its input."""
+    import transformers
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4,
+                                   num_key_value_heads=4, vocab_size=99, num_hidden_layers=layers,
+                                   use_cache=False)
+    model = transformers.LlamaModel(cfg).eval()
+    return model, torch.randint(0, 99, (2, 8))
+
+
+def capture_ms(model, input_ids) -> float:
+    """One fresh capture's time in ms (first compiled call minus an eager call)."""
+    bytegraph.reset()
+    start = time.perf_counter()
+    model(input_ids)
+    eager = time.perf_counter() - start
+    compiled = bytegraph.compile(model, backend="eager")
+    start = time.perf_counter()
+    compiled(input_ids)
+    return (time.perf_counter() - start - eager) * 1000
+
+
+def measure(layers: int, reuse: bool, repeats: int = 3) -> float:
+    config.reuse_repeated_blocks = reuse
+    model, input_ids = tiny_llama(layers)
+    return statistics.median(capture_ms(model, input_ids) for _ in range(repeats))
+
+
+def main(argv=None) -> None:
+    bytegraph.compile(lambda x: x + 1, backend="eager")(torch.ones(1))  # start-up paid once
+    measure(2, False, repeats=1)  # and the first capture of these classes (lazy imports, caches)
+    for reuse in (False, True):
+        times = {layers: measure(layers, reuse) for layers in DEPTHS}
+        row = "  ".join(f"L={layers}: {ms:7.1f} ms" for layers, ms in times.items())
+        print(f"reuse_repeated_blocks={reuse!s:5}  {row}  24/2 = {times[24] / times[2]:.2f}")
+    config.reuse_repeated_blocks = False
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
