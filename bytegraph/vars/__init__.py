@@ -26,8 +26,7 @@ from . import (autocast, autograd_function, autograd_ops, base, builder, builtin
                method_table, namedtuples, nn_module, numpy_calls, object_protocol, objects, polyfills,
                process_groups, random_draws, registry, repeated_blocks, requires_grad, scalar_reads, set_order,
                signatures, sorting, super_object, symbolic, tensor, tensor_scalar_args, torch_contexts,
-               torch_functions,
-               torch_op_rule, trace_rules, typing_forms)
+               torch_functions, torch_op_rule, trace_rules, typing_forms)
 from .autocast import emit, state, trackers  # noqa: F401
 from .hooks import intermediate, module, registry as hook_registry, tensor as tensor_hooks  # noqa: F401
 
