@@ -65,6 +65,16 @@ exceptions. `True` (`BYTEGRAPH_VERIFY=1`): the first difference raises `bytegrap
 after the compiled call; `"warn"` (`BYTEGRAPH_VERIFY=warn`): it is logged as an error on the
 `verify` topic and counted in `bytegraph.counters["verify"]["differences"]`. Slow: a debugging aid."""
 
+cache_dir = os.path.expanduser(os.environ.get("BYTEGRAPH_CACHE_DIR", "~/.cache/bytegraph"))
+"""The persistent capture cache (Note [Capture cache] in runtime/capture_cache.py): what a capture
+made is kept under `<cache_dir>/captures/`, and a later process whose first call passes the stored
+guards runs without tracing. `BYTEGRAPH_CACHE_DIR` sets it at import (default `~/.cache/bytegraph`);
+`""` turns the cache off. Read at each first call of a compiled function."""
+
+cache_size_bytes = 1 << 30
+"""The capture cache's size cap: past it, the least recently used entries are removed."""
+
+
 def _alias(target: str) -> property:
     """A module attribute that reads and writes setting `target` (a data descriptor of the
     module's class, so `setattr`, `monkeypatch` and `unittest.mock.patch` see one value)."""

@@ -65,6 +65,24 @@ class CompiledGuards:
         self.fn = scope["__bg_guard"]
         self._scope = scope
 
+    @classmethod
+    def restored(cls, source: str, values: dict, argnames: tuple[str, ...], f_globals: dict,
+                 closure) -> "CompiledGuards":
+        """The guard function of text `source` (a `.source` written by another process) with
+        its `__bg_k<N>`/`__bg_o<N>` names bound to `values` (the capture cache). It has no
+        `Guard` objects: `first_failure` cannot name the one that fails (None)."""
+        self = cls.__new__(cls)
+        self.guards, self.clauses, self.argnames, self.source = [], [], argnames, source
+        scope = _scope(values, f_globals, closure, source, {})
+        exec(_code_of(source), scope)
+        self.fn = scope["__bg_guard"]
+        self._scope = scope
+        return self
+
+    def bound_values(self) -> dict:
+        """The objects the function's text names `__bg_k<N>` and `__bg_o<N>`, by name."""
+        return {name: self._scope[name] for name in dict.fromkeys(_BOUND_NAME.findall(self.source))}
+
     def first_failure(self, values: tuple) -> Guard | None:
         """The first guard that does not hold for the bound argument `values`, if any."""
         local_scope = dict(zip(self.argnames, values))
@@ -241,6 +259,7 @@ def _scope(values: dict, f_globals: dict, closure, source: str, objects: dict) -
 
 
 _OBJECT_NAME = re.compile(r"__bg_obj_\d+")  # ObjectSource.name()
+_BOUND_NAME = re.compile(r"\b__bg_[ko]\d+\b")  # the names `_Binder` and `_numbered_objects` give
 
 
 # Note [Guard code cache]
