@@ -38,6 +38,7 @@ import marshal
 import os
 import pickle
 import sys
+import sysconfig
 import tempfile
 import time
 import traceback
@@ -211,8 +212,13 @@ def _why_not(entry, result) -> str | None:
 
 def _payload(compiled, entry, result, key: str) -> dict:
     recipes = Recipes()
-    guard_values = {}
+    guard_values, later = {}, []
     for name, value in entry.guards.bound_values().items():
+        try:
+            guard_values[name] = recipes.of(value, copies=name.startswith("__bg_k"))
+        except NotCacheable:  # tried again once every other has its recipe (a method of a class named after)
+            later.append((name, value))
+    for name, value in later:
         try:
             guard_values[name] = recipes.of(value, copies=name.startswith("__bg_k"))
         except NotCacheable as e:
@@ -226,7 +232,7 @@ def _payload(compiled, entry, result, key: str) -> dict:
             raise NotCacheable(f"the graph does not pickle: {type(e).__name__}: {e}") from None
     files = {}
     for path in sorted({compiled.code.co_filename, *result.traced_files, *recipes.files}):
-        if path.startswith("<"):  # generated code: what it was made from is guarded (its class)
+        if path.startswith("<") or _pinned(path):  # generated code: what it was made from is guarded
             continue
         digest = _hash_file(path)
         if digest is None:
@@ -235,6 +241,26 @@ def _payload(compiled, entry, result, key: str) -> dict:
     return {"key": key, "qualname": compiled.code.co_qualname, "guards": entry.guards.source,
             "guard_values": guard_values, "code": marshal.dumps(code), "consts": consts, "graph": graph,
             "files": files, "side_effects": tuple(entry.side_effects)}
+
+
+def _pinned_roots() -> tuple:
+    roots = [os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+    roots += [sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")]
+    return tuple(os.path.join(os.path.realpath(r), "") for r in roots)
+
+
+def _pinned(path: str) -> bool:
+    """Whether `path` is torch's, bytegraph's or the standard library's: pinned by the key's versions
+    (bytegraph: the hash of its sources), so not hashed with each entry."""
+    if not _roots:
+        _roots.extend(_pinned_roots())
+    real = os.path.realpath(path)
+    if "site-packages" in real or "dist-packages" in real:  # installed packages: torch's only
+        return real.startswith(_roots[0])
+    return real.startswith(tuple(_roots))
+
+
+_roots: list = []
 
 
 def _strip(code: types.CodeType, recipes: Recipes, path: tuple) -> tuple:

@@ -11,7 +11,8 @@ one that reads it:
   read as a live object, where a copy can only make an `is` fail);
 - `("m", name)`: the module `sys.modules[name]` (imported if needed);
 - `("a", module, qualname)`: an attribute path from a module (classes, functions, builtins,
-  enum members, module-level objects), written only if it resolves to the very object;
+  module-level objects found in the module's globals), written only if it resolves to the
+  very object;
 - `("g", recipe, name)`: `getattr` of another recipe's object (a code object as a function's
   `__code__`, a property's `fget`, an enum member); `("d", recipe, name)`: an item of a
   class's `__dict__` (a method descriptor);
@@ -107,6 +108,7 @@ class Recipes:
         if isinstance(module, str) and isinstance(qualname, str) and "<" not in qualname:
             recipe = ("a", module, qualname)
             if _resolves_to(recipe, obj):
+                self._note_module(module)
                 return recipe
         alias = _aliases().get(id(obj))  # a type named elsewhere than its qualname says (types.FunctionType)
         if alias is not None and _resolves_to(alias, obj):
@@ -114,7 +116,17 @@ class Recipes:
         owner = getattr(obj, "__self__", None)  # a builtin bound to a module (torch._C functions)
         if isinstance(owner, (types.ModuleType, type)) and isinstance(getattr(obj, "__name__", None), str):
             return self._checked(("g", self.of(owner)[0], obj.__name__), obj)
+        named = _module_globals().get(id(obj))  # a module's global: a registry, a sentinel
+        if named is not None and _resolves_to(named, obj):
+            self._note_module(named[1])
+            return named
         raise NotCacheable(f"no recipe for {_kind(obj)} {_short(obj)}")
+
+    def _note_module(self, name: str) -> None:
+        """The file defining what a recipe found by name is hashed with the entry."""
+        path = getattr(sys.modules.get(name), "__file__", None)
+        if isinstance(path, str):
+            self.files.add(path)
 
     def _checked(self, recipe: tuple, obj) -> tuple:
         if _resolves_to(recipe, obj):
@@ -155,7 +167,14 @@ class Recipes:
                 for index in path:
                     recipe = ("i", ("g", recipe, "co_consts"), index)
                 return recipe
-        raise NotCacheable(f"code {code.co_qualname} is not in the consts of {enclosing}")
+        for owner in list(self._keep):  # made by code (a dataclass's __init__): a method of a known class
+            if isinstance(owner, type):
+                for name, attr in list(vars(owner).items()):
+                    found = _code_path(("d", self.of(owner)[0], name), attr, code)
+                    if found is not None:
+                        return found
+        raise NotCacheable(f"code {code.co_qualname} is not in the consts of {enclosing} "
+                           "nor a method of a class named before it")
 
     def _candidate_codes(self, filename: str, qualname: str) -> list:
         parts = qualname.split(".")
@@ -172,6 +191,9 @@ class Recipes:
         return found
 
     def _modules_of_file(self, filename: str) -> list[str]:
+        if filename.startswith("<frozen ") and filename.endswith(">"):  # a frozen stdlib module
+            name = filename[len("<frozen "):-1]
+            return [name] if name in sys.modules else []
         if self._files is None:
             self._files = {}
             for name, m in list(sys.modules.items()):
@@ -194,6 +216,23 @@ def _aliases() -> dict:
                 if not name.startswith("__"):
                     _alias_index.setdefault(id(value), ("a", module, name))
     return _alias_index
+
+
+_globals_index: list = [0, {}]  # [len(sys.modules) when built, id -> ("a", module, name)]
+
+
+def _module_globals() -> dict:
+    """id -> `("a", module, name)` of the globals of every loaded module (rebuilt when modules
+    were imported since); only writers of an entry with such an object ask for it."""
+    if _globals_index[0] != len(sys.modules):
+        index: dict = {}
+        for module_name, module in list(sys.modules.items()):
+            if isinstance(module, types.ModuleType):
+                for name, value in list(vars(module).items()):
+                    if not name.startswith("__"):
+                        index.setdefault(id(value), ("a", module_name, name))
+        _globals_index[:] = [len(sys.modules), index]
+    return _globals_index[1]
 
 
 def _walk(module: str, parts: list):
