@@ -2,13 +2,14 @@
 runs a compiled function without tracing it (`config.cache_dir`, `BYTEGRAPH_CACHE_DIR`).
 
 Note [Capture cache]
-An entry is written when a capture of a whole frame ends with no graph break, static
+An entry is written when a capture of the whole frame of a user's call (not a resume
+function or a graph-broken callee, which are not looked up either) ends with no graph break, static
 shapes, a named backend, and every object its guards and residual code name has a recipe
 (`runtime/recipes.py`); anything else is not written (the `capture_cache` log says why).
 A file `<cache_dir>/captures/<python tag>/<key>/<digest>.bin` holds: the guard function's
 text (exactly `CompiledGuards.source`) and recipes of the objects it binds (`__bg_k<N>`,
 `__bg_o<N>`); the residual code marshalled, with recipes of the constants marshal cannot
-write; the FX graph pickled (torch's `GraphModule.__reduce__`: its code and imports); the
+write; the FX graph's nodes (`runtime/graph_store.py`); the
 files of every code object the capture translated or its recipes name, with a hash of
 their contents.
 The key (`entry_key`) is a hash of the compiled code (bytes, names, constants, its file's
@@ -51,6 +52,7 @@ from .. import config
 from ..graph.backends import BACKENDS
 from ..guards.compile import CompiledGuards
 from ..translate.capture import new_graph_name
+from . import graph_store
 from .counters import counters
 from .logs import logger
 from .recipes import NotCacheable, RecipeMismatch, Recipes, resolve
@@ -176,7 +178,7 @@ def _save(compiled, entry, result) -> None:
     where = directory()
     if where is None:
         return
-    why_not = _why_not(entry, result)
+    why_not = _why_not(compiled, entry, result)
     key = entry_key(compiled) if why_not is None else None
     if why_not is None and key is None:
         why_not = "the backend is not a named one"
@@ -200,7 +202,9 @@ def _save(compiled, entry, result) -> None:
     _log.debug("wrote an entry of %s (%d bytes)", compiled.code.co_qualname, len(data))
 
 
-def _why_not(entry, result) -> str | None:
+def _why_not(compiled, entry, result) -> str | None:
+    if not compiled.top_level:
+        return "not the user's call (a resume function or a graph-broken callee)"
     if entry.kind != "compiled":
         return "the frame runs eagerly"
     if result.graph_break is not None:
@@ -226,10 +230,7 @@ def _payload(compiled, entry, result, key: str) -> dict:
     code, consts = _strip(entry.fn.__code__, recipes, ())
     graph = None
     if result.graph is not None:
-        try:
-            graph = (result.graph[0], pickle.dumps(entry.graph_module, protocol=pickle.HIGHEST_PROTOCOL))
-        except Exception as e:  # torch's GraphModule pickling refused an object of the graph
-            raise NotCacheable(f"the graph does not pickle: {type(e).__name__}: {e}") from None
+        graph = (result.graph[0], graph_store.dump(entry.graph_module, recipes))
     files = {}
     for path in sorted({compiled.code.co_filename, *result.traced_files, *recipes.files}):
         if path.startswith("<") or _pinned(path):  # generated code: what it was made from is guarded
@@ -326,7 +327,7 @@ def _evict(root: str) -> None:
 def lookup(compiled, values: tuple):
     """`(CacheEntry fields, graph)` of the first stored entry of `compiled` whose guards hold
     for the call's `values`, as `_rebuild` makes them; None when there is none."""
-    where = directory()
+    where = directory() if compiled.top_level else None
     key = entry_key(compiled) if where is not None else None
     if key is None:
         return None
@@ -422,8 +423,8 @@ def _rebuild(compiled, payload: dict, guards: CompiledGuards):
         code = _put_const(code, path, resolve(recipe, kind))
     graph = gm = None
     if payload["graph"] is not None:
-        old_name, pickled = payload["graph"]
-        gm = pickle.loads(pickled)
+        old_name, nodes = payload["graph"]
+        gm = graph_store.load(nodes)
         name = new_graph_name()
         code = code.replace(co_names=tuple(name if n == old_name else n for n in code.co_names))
         graph = (name, _FirstCall(gm, compiled.backend, compiled.fn.__globals__, name))

@@ -99,6 +99,11 @@ class Recipes:
             if name is not None:
                 return ("G", name)
             raise NotCacheable("a dict that is not a module's globals")
+        if isinstance(obj, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+            packet = obj.overloadpacket if isinstance(obj, torch._ops.OpOverload) else obj
+            ns, _, name = packet._qualified_op_name.partition("::")
+            path = f"ops.{ns}.{name}" + (f".{obj._overloadname}" if obj is not packet else "")
+            return self._checked(("a", "torch", path), obj)
         if isinstance(obj, enum.Enum):
             return self._checked(("g", self.of(type(obj))[0], obj.name), obj)
         if isinstance(obj, (types.MethodDescriptorType, types.WrapperDescriptorType, types.ClassMethodDescriptorType,
