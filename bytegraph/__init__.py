@@ -29,6 +29,7 @@ from .graph.output_graph import warm_up as _warm_up  # noqa: E402
 
 _warm_up()
 
-__all__ = ["compile", "reset", "config", "Unsupported", "RecompileLimitWarning", "CaptureCacheWarning", "FailOnRecompileLimitHit",
-           "GlobalModuleHooksWarning", "set_logs", "graph_break", "explain", "compiled_autograd", "mark_dynamic",
+__all__ = ["compile", "reset", "config", "Unsupported", "RecompileLimitWarning", "CaptureCacheWarning",
+           "FailOnRecompileLimitHit", "GlobalModuleHooksWarning", "set_logs", "graph_break", "explain",
+           "compiled_autograd", "mark_dynamic",
            "maybe_mark_dynamic", "mark_static", "cond", "map", "counters", "VerifyError", "report"]
