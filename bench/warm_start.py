@@ -5,8 +5,10 @@ For each model and backend, two fresh processes share a new temporary cache dire
 `inductor`, a new torch inductor cache directory, so the first process compiles everything). Each
 process first compiles one trivial function (paying bytegraph's and the backend's start-up costs),
 then times one eager call of the model and the compiled model's first call, and checks that the
-outputs agree. Printed: capture = first compiled call - eager call, for the cold (first) and warm
-(second) process and their ratio (target <= 0.1 with `eager`); for `inductor`, the warm first call
+outputs agree; all under `torch.no_grad()` (inference: a graph with no backward, which torch's AOT
+autograd cache keeps at once, where a training graph's entry waits for its backward). Printed:
+capture = first compiled call - eager call, for the cold (first) and warm (second) process and
+their ratio (target <= 0.1 with `eager`); for `inductor`, the warm first call
 over the cold one (target <= 0.1). One measurement per process on a shared machine: rough figures.
 """
 from __future__ import annotations
@@ -33,6 +35,7 @@ def child(name: str, backend: str) -> dict:
     from bench.hf_models import MODELS
 
     torch.manual_seed(0)
+    torch.set_grad_enabled(False)  # inference: a graph AOT autograd caches at once (no backward to wait for)
     model, inputs = MODELS[name].build()
     bytegraph.compile(_trivial, backend=backend)(torch.randn(4))
     started = time.perf_counter()

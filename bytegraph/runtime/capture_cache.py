@@ -455,7 +455,10 @@ class _FirstCall:
         started = time.perf_counter()
         grad_mode = torch.is_grad_enabled()
         try:
-            compiled = self.backend(self.gm, list(args))
+            inputs = list(args)
+            if self.backend is BACKENDS["inductor"]:  # Note [Inductor's caches]: as a capture gives them
+                inputs = graph_store.with_examples(self.gm, inputs)
+            compiled = self.backend(self.gm, inputs)
         except Exception:  # a backend failure, logged: the graph runs as it is, which is correct
             _log.warning("the backend failed on the stored graph %s; it runs uncompiled:\n%s", self.name,
                          traceback.format_exc())

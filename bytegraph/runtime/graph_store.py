@@ -3,7 +3,8 @@
 `dump(gm, recipes)` lists the graph's nodes (op, name, target, args, kwargs, stack trace) with
 node references by name, constants by value (tensors as tensors) and callables as recipes;
 `load(data)` rebuilds the very graph, node by node, as a `GraphModule` of an empty module,
-as `OutputGraph.graph_module` makes it. Rebuilding instead of re-tracing its code keeps the
+as `OutputGraph.graph_module` makes it, and `with_examples` gives its nodes example values
+again (fake tensors) for the backends that read them. Rebuilding instead of re-tracing its code keeps the
 generated code and the module's state exactly the capture's, which is what torch's AOT
 autograd and FX graph caches key on (`inductor`: a warm start then finds their entries).
 Graphs holding submodules (higher-order ops' bodies) or attributes are not stored.
@@ -12,6 +13,9 @@ from __future__ import annotations
 
 import torch
 import torch.fx
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
+from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
 from .recipes import NotCacheable, Recipes, RecipeMismatch, resolve
 
@@ -28,7 +32,7 @@ def dump(gm: torch.fx.GraphModule, recipes: Recipes) -> list:
             raise NotCacheable(f"graph node {node.name} has a type annotation")
         target = node.target if isinstance(node.target, str) else recipes.of(node.target)
         nodes.append((node.op, node.name, target, _dump_arg(node.args, recipes), _dump_arg(node.kwargs, recipes),
-                      node.meta.get("stack_trace")))
+                      node.meta.get("stack_trace"), "example_value" in node.meta))
     return nodes
 
 
@@ -57,7 +61,7 @@ def _dump_arg(arg, recipes: Recipes):
 def load(nodes: list) -> torch.fx.GraphModule:
     graph = torch.fx.Graph()
     env: dict = {}
-    for op, name, target, args, kwargs, stack_trace in nodes:
+    for op, name, target, args, kwargs, stack_trace, example in nodes:
         if not isinstance(target, str):
             target = resolve(*target)
         node = graph.create_node(op, target, _load_arg(args, env), _load_arg(kwargs, env), name=name)
@@ -65,8 +69,24 @@ def load(nodes: list) -> torch.fx.GraphModule:
             raise RecipeMismatch(f"graph node {name} was renamed {node.name}")
         if stack_trace is not None:
             node.meta["stack_trace"] = stack_trace
+        if example:
+            node.meta["example_value"] = None  # `with_examples` computes it
         env[name] = node
     return torch.fx.GraphModule(torch.nn.Module(), graph)
+
+
+def with_examples(gm: torch.fx.GraphModule, inputs: list) -> list:
+    """Give the nodes of a loaded graph that had an example value (a fake tensor) one again,
+    from `inputs` (the real inputs of its first call, as fakes of static sizes in a new fake
+    mode with a ShapeEnv, which are returned): what torch's AOT autograd cache checks the
+    graph's method calls by."""
+    fake_mode = FakeTensorMode(shape_env=ShapeEnv())
+    fakes = [fake_mode.from_tensor(x, static_shapes=True) if isinstance(x, torch.Tensor) else x for x in inputs]
+    FakeTensorProp(gm, fake_mode).propagate_dont_convert_inputs(*fakes)
+    for node in gm.graph.nodes:
+        if "example_value" in node.meta:
+            node.meta["example_value"] = node.meta.get("val")
+    return fakes
 
 
 def _load_arg(arg, env: dict):
