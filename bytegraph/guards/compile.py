@@ -54,6 +54,8 @@ class _Binder:
 class CompiledGuards:
     """The guard function of one cache entry plus what is needed to explain a miss."""
 
+    restored = False  # made by `from_text`: no `Guard` objects
+
     def __init__(self, guards: list[Guard], argnames: tuple[str, ...], f_globals: dict, closure):
         self.guards = guards
         self.argnames = argnames
@@ -66,13 +68,14 @@ class CompiledGuards:
         self._scope = scope
 
     @classmethod
-    def restored(cls, source: str, values: dict, argnames: tuple[str, ...], f_globals: dict,
+    def from_text(cls, source: str, values: dict, argnames: tuple[str, ...], f_globals: dict,
                  closure) -> "CompiledGuards":
         """The guard function of text `source` (a `.source` written by another process) with
         its `__bg_k<N>`/`__bg_o<N>` names bound to `values` (the capture cache). It has no
         `Guard` objects: `first_failure` cannot name the one that fails (None)."""
         self = cls.__new__(cls)
         self.guards, self.clauses, self.argnames, self.source = [], [], argnames, source
+        self.restored = True
         scope = _scope(values, f_globals, closure, source, {})
         exec(_code_of(source), scope)
         self.fn = scope["__bg_guard"]

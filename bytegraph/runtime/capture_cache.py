@@ -185,6 +185,7 @@ def _save(compiled, entry, result) -> None:
     if why_not is not None:
         _log.debug("not written for %s: %s", compiled.code.co_qualname, why_not)
         return
+    started = time.perf_counter()
     try:
         payload = _payload(compiled, entry, result, key)
     except NotCacheable as e:
@@ -199,7 +200,8 @@ def _save(compiled, entry, result) -> None:
         _log.debug("not written for %s: %s", compiled.code.co_qualname, e)
         return
     counters["capture_cache"]["writes"] += 1
-    _log.debug("wrote an entry of %s (%d bytes)", compiled.code.co_qualname, len(data))
+    _log.debug("wrote an entry of %s (%d bytes) in %.1f ms", compiled.code.co_qualname, len(data),
+               (time.perf_counter() - started) * 1e3)
 
 
 def _why_not(compiled, entry, result) -> str | None:
@@ -399,7 +401,7 @@ def _try_entry(compiled, path: str, key: str, values: tuple):
                 raise _Unusable(f"{file} changed since the capture", False)
         fn = compiled.fn
         bound = {name: resolve(recipe, kind) for name, (recipe, kind) in payload["guard_values"].items()}
-        guards = CompiledGuards.restored(guards_text, bound, compiled.argnames, fn.__globals__, fn.__closure__)
+        guards = CompiledGuards.from_text(guards_text, bound, compiled.argnames, fn.__globals__, fn.__closure__)
     except RecipeMismatch as e:
         raise _Unusable(str(e), False) from None
     except _Unusable:

@@ -257,6 +257,7 @@ class CompiledFunction:
         with COMPILE_LOCK:
             stale = len(self.entries)
             self.entries = []
+            self.looked_up = False
             self.callees = {}
             self.code_state = code_state.state_for(self.code_key, self.backend)
             self.code_state.wrappers.add(self)
