@@ -43,11 +43,12 @@ torch.manual_seed(0)
 x, y = torch.randn(*spec["shape"]).to(dtype), torch.randn(*spec["shape"]).to(dtype)
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    got = bytegraph.compile(fn)(x.clone(), y.clone())
+    got = bytegraph.compile(fn, backend=spec.get("backend", "eager"))(x.clone(), y.clone())
     effects = list(module.LOG)
     del module.LOG[:]
 expected = fn(x.clone(), y.clone())
-print(json.dumps({"same": torch.equal(got, expected) and effects == module.LOG, "traced": len(traced),
+close = torch.allclose(got, expected, atol=1e-6) if spec.get("backend") == "inductor" else torch.equal(got, expected)
+print(json.dumps({"same": close and effects == module.LOG, "traced": len(traced),
                   "cache": dict(bytegraph.counters["capture_cache"]),
                   "warnings": [str(w.message) for w in caught if w.category is bytegraph.CaptureCacheWarning]}))
 '''
@@ -103,9 +104,10 @@ def _args(workdir, **spec) -> list:
     return [sys.executable, str(workdir / "runner.py"), str(workdir / "code"), json.dumps(spec)]
 
 
-def _run(workdir, cache=None, **spec) -> dict:
+def _run(workdir, cache=None, extra_env=None, **spec) -> dict:
     cache = workdir / "cache" if cache is None else cache
-    out = subprocess.run(_args(workdir, **spec), env=_env(cache), capture_output=True, text=True, timeout=300)
+    out = subprocess.run(_args(workdir, **spec), env={**_env(cache), **(extra_env or {})}, capture_output=True,
+                         text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["same"], result
@@ -211,6 +213,58 @@ def test_graph_break_is_not_written(workdir):
     result = _run(workdir, fn="broken")
     assert result["traced"] >= 1 and "writes" not in result["cache"]
     assert _entry_files(workdir / "cache") == []
+
+
+@pytest.mark.slow
+def test_inductor_warm_start(workdir):
+    """The stored graph goes to inductor at its first call, in a process that traced nothing."""
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(workdir / "inductor")}
+    first = _run(workdir, backend="inductor", extra_env=env)
+    assert first["cache"] == {"misses": 1, "writes": 1}
+    second = _run(workdir, backend="inductor", extra_env=env)
+    assert second["traced"] == 0 and second["cache"] == {"hits": 1}
+
+
+def _recipe_target():
+    return 1
+
+
+class _Holder:
+    def method(self):
+        return [lambda: i for i in range(2)]
+
+
+def test_recipes_find_objects_again():
+    """In one process: every recipe resolves to the very object it was made for."""
+    import torch
+
+    from bytegraph.runtime.recipes import Recipes, resolve
+
+    recipes = Recipes()
+    nested = _Holder.method.__code__.co_consts
+    objects = [_recipe_target, _recipe_target.__code__, _Holder, _Holder.method.__code__, list.append, dict.get,
+               torch.Tensor, torch.float32, torch.device("cpu"), os, vars(os), torch.nn.functional.linear,
+               torch.ops.aten.add.Tensor, (1, "a", None), type(_recipe_target), torch._C._set_grad_enabled,
+               *[c for c in nested if hasattr(c, "co_code")]]
+    for obj in objects:
+        recipe, kind = recipes.of(obj)
+        found = resolve(recipe, kind)
+        assert found is obj or (recipe[0] == "v" and found == obj), (obj, recipe)
+    assert _Holder.method.__code__.co_filename in recipes.files
+
+
+def test_recipes_refuse_what_they_cannot_find():
+    from bytegraph.runtime.recipes import NotCacheable, RecipeMismatch, Recipes, resolve
+
+    recipes = Recipes()
+    for obj in (object(), [1, 2], {"a": 1}, lambda: 0, _Holder()):
+        with pytest.raises(NotCacheable):
+            recipes.of(obj)
+    assert recipes.of([1, 2], copies=True) == (("v", [1, 2]), "builtins.list")  # a guard's expected value
+    with pytest.raises(RecipeMismatch):
+        resolve(("a", __name__, "_recipe_target"), "builtins.type")
+    with pytest.raises(RecipeMismatch):
+        resolve(("a", __name__, "no_such_name"), "builtins.function")
 
 
 def test_suite_runs_without_a_cache():

@@ -69,18 +69,23 @@ class CompiledGuards:
 
     @classmethod
     def from_text(cls, source: str, values: dict, argnames: tuple[str, ...], f_globals: dict,
-                 closure) -> "CompiledGuards":
+                  closure, code=None) -> "CompiledGuards":
         """The guard function of text `source` (a `.source` written by another process) with
         its `__bg_k<N>`/`__bg_o<N>` names bound to `values` (the capture cache). It has no
-        `Guard` objects: `first_failure` cannot name the one that fails (None)."""
+        `Guard` objects: `first_failure` cannot name the one that fails (None). `code`: the
+        text's code object, as `code()` gave it (else the text is compiled)."""
         self = cls.__new__(cls)
         self.guards, self.clauses, self.argnames, self.source = [], [], argnames, source
         self.restored = True
         scope = _scope(values, f_globals, closure, source, {})
-        exec(_code_of(source), scope)
+        exec(code if code is not None else _code_of(source), scope)
         self.fn = scope["__bg_guard"]
         self._scope = scope
         return self
+
+    def code(self):
+        """The code object of the guard function's text (`from_text` takes it again)."""
+        return _code_of(self.source)
 
     def bound_values(self) -> dict:
         """The objects the function's text names `__bg_k<N>` and `__bg_o<N>`, by name."""

@@ -218,12 +218,14 @@ def _why_not(compiled, entry, result) -> str | None:
 
 def _payload(compiled, entry, result, key: str) -> dict:
     recipes = Recipes()
+    recipes.note_files((compiled.code.co_filename, *result.traced_files))
     guard_values, later = {}, []
     for name, value in entry.guards.bound_values().items():
         try:
             guard_values[name] = recipes.of(value, copies=name.startswith("__bg_k"))
         except NotCacheable:  # tried again once every other has its recipe (a method of a class named after)
             later.append((name, value))
+    recipes.search_all = True
     for name, value in later:
         try:
             guard_values[name] = recipes.of(value, copies=name.startswith("__bg_k"))
@@ -242,6 +244,7 @@ def _payload(compiled, entry, result, key: str) -> dict:
             raise NotCacheable(f"the traced file {path} cannot be read")
         files[path] = digest
     return {"key": key, "qualname": compiled.code.co_qualname, "guards": entry.guards.source,
+            "guard_code": marshal.dumps(entry.guards.code()),
             "guard_values": guard_values, "code": marshal.dumps(code), "consts": consts, "graph": graph,
             "files": files, "side_effects": tuple(entry.side_effects)}
 
@@ -401,7 +404,11 @@ def _try_entry(compiled, path: str, key: str, values: tuple):
                 raise _Unusable(f"{file} changed since the capture", False)
         fn = compiled.fn
         bound = {name: resolve(recipe, kind) for name, (recipe, kind) in payload["guard_values"].items()}
-        guards = CompiledGuards.from_text(guards_text, bound, compiled.argnames, fn.__globals__, fn.__closure__)
+        guard_code = marshal.loads(payload["guard_code"])
+        if not isinstance(guard_code, types.CodeType):
+            raise _Unusable("the guard function is not a code object", True)
+        guards = CompiledGuards.from_text(guards_text, bound, compiled.argnames, fn.__globals__, fn.__closure__,
+                                          guard_code)
     except RecipeMismatch as e:
         raise _Unusable(str(e), False) from None
     except _Unusable:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import enum
 import importlib
-import os
 import sys
 import types
 
@@ -71,7 +70,8 @@ class Recipes:
         self._memo: dict[int, tuple] = {}
         self._keep: list = []  # the objects of `_memo`'s ids, alive while this lives
         self._dicts: dict[int, str] | None = None
-        self._files: dict[str, list] | None = None
+        self.modules: set[str] = set()  # the modules the entry names (searched first for globals)
+        self.search_all = False  # whether a global is looked for in every module (slower)
         self.files: set[str] = set()  # the source files of the code objects given recipes
 
     def of(self, obj, copies: bool = False) -> tuple:
@@ -121,17 +121,36 @@ class Recipes:
         owner = getattr(obj, "__self__", None)  # a builtin bound to a module (torch._C functions)
         if isinstance(owner, (types.ModuleType, type)) and isinstance(getattr(obj, "__name__", None), str):
             return self._checked(("g", self.of(owner)[0], obj.__name__), obj)
-        named = _module_globals().get(id(obj))  # a module's global: a registry, a sentinel
-        if named is not None and _resolves_to(named, obj):
-            self._note_module(named[1])
+        named = self._module_global(obj)  # a module's global: a registry, a sentinel
+        if named is not None:
             return named
         raise NotCacheable(f"no recipe for {_kind(obj)} {_short(obj)}")
 
     def _note_module(self, name: str) -> None:
         """The file defining what a recipe found by name is hashed with the entry."""
+        self.modules.add(name)
         path = getattr(sys.modules.get(name), "__file__", None)
         if isinstance(path, str):
             self.files.add(path)
+
+    def note_files(self, files) -> None:
+        """The modules of `files` (those the capture translated) are searched for globals first."""
+        for path in files:
+            self.modules.update(_file_index.get(path) or ())
+
+    def _module_global(self, obj):
+        """`("a", module, name)` of a module global: first in the modules the entry names,
+        then (`search_all`) in every loaded module."""
+        for name in list(self.modules):
+            module = sys.modules.get(name)
+            for attr, value in list(vars(module).items()) if module is not None else ():
+                if value is obj and not attr.startswith("__"):
+                    return ("a", name, attr)
+        named = _globals_index.get(id(obj)) if self.search_all else None
+        if named is not None and _resolves_to(named, obj):
+            self._note_module(named[1])
+            return named
+        return None
 
     def _checked(self, recipe: tuple, obj) -> tuple:
         if _resolves_to(recipe, obj):
@@ -199,13 +218,7 @@ class Recipes:
         if filename.startswith("<frozen ") and filename.endswith(">"):  # a frozen stdlib module
             name = filename[len("<frozen "):-1]
             return [name] if name in sys.modules else []
-        if self._files is None:
-            self._files = {}
-            for name, m in list(sys.modules.items()):
-                path = getattr(m, "__file__", None)
-                if isinstance(m, types.ModuleType) and isinstance(path, str):
-                    self._files.setdefault(os.path.realpath(path), []).append(name)
-        return self._files.get(os.path.realpath(filename), [])
+        return _file_index.get(filename) or []
 
 
 _ALIAS_MODULES = ("types", "_collections_abc", "builtins", "operator")
@@ -223,21 +236,48 @@ def _aliases() -> dict:
     return _alias_index
 
 
-_globals_index: list = [0, {}]  # [len(sys.modules) when built, id -> ("a", module, name)]
+class _ModuleIndex:
+    """A process-wide index over the loaded modules, built at the first question and again
+    when a question finds nothing and modules were imported since (an id found stale is
+    harmless: every recipe is checked to find its very object)."""
+
+    def __init__(self, build):
+        self._build = build
+        self._size = -1
+        self._index: dict = {}
+
+    def get(self, key):
+        found = self._index.get(key)
+        if found is None and self._size != len(sys.modules):
+            self._size = len(sys.modules)
+            self._index = self._build(list(sys.modules.items()))
+            found = self._index.get(key)
+        return found
 
 
-def _module_globals() -> dict:
-    """id -> `("a", module, name)` of the globals of every loaded module (rebuilt when modules
-    were imported since); only writers of an entry with such an object ask for it."""
-    if _globals_index[0] != len(sys.modules):
-        index: dict = {}
-        for module_name, module in list(sys.modules.items()):
-            if isinstance(module, types.ModuleType):
-                for name, value in list(vars(module).items()):
-                    if not name.startswith("__"):
-                        index.setdefault(id(value), ("a", module_name, name))
-        _globals_index[:] = [len(sys.modules), index]
-    return _globals_index[1]
+def _globals_of(modules: list) -> dict:
+    """id -> `("a", module, name)` of every module's globals."""
+    index: dict = {}
+    for module_name, module in modules:
+        if isinstance(module, types.ModuleType):
+            for name, value in list(vars(module).items()):
+                if not name.startswith("__"):
+                    index.setdefault(id(value), ("a", module_name, name))
+    return index
+
+
+def _files_of(modules: list) -> dict:
+    """A module's file, as its code objects spell it (the import system's origin) -> its names."""
+    index: dict = {}
+    for name, module in modules:
+        path = getattr(module, "__file__", None)
+        if isinstance(module, types.ModuleType) and isinstance(path, str):
+            index.setdefault(path, []).append(name)
+    return index
+
+
+_globals_index = _ModuleIndex(_globals_of)
+_file_index = _ModuleIndex(_files_of)
 
 
 def _walk(module: str, parts: list):
