@@ -13,7 +13,8 @@ write; the FX graph's nodes (`runtime/graph_store.py`); the
 files of every code object the capture translated or its recipes name, with a hash of
 their contents.
 The key (`entry_key`) is a hash of the compiled code (bytes, names, constants, its file's
-contents), the Python, torch and bytegraph versions and a hash of bytegraph's own sources,
+contents), the Python, torch and bytegraph versions and bytegraph's own sources (by path,
+size and modification time),
 the backend's name, fullgraph, the dynamic mode, whether the wrapper is the user's call and
 every plain setting of `config` (what a capture reads).
 On the first miss of a wrapper with no entry (its first call in this process), the stored
@@ -105,6 +106,8 @@ def _hash_file(path: str) -> str | None:
 
 
 def _bytegraph_hash() -> str:
+    """bytegraph's own sources, each by its path, size and modification time (an editable
+    install keeps one version string; an edit changes them): a stat per file, no read."""
     if not _own_hash:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         h = hashlib.sha256()
@@ -113,8 +116,8 @@ def _bytegraph_hash() -> str:
             for name in sorted(files):
                 if name.endswith(".py"):
                     path = os.path.join(folder, name)
-                    h.update(os.path.relpath(path, root).encode())
-                    h.update((_hash_file(path) or "").encode())
+                    st = os.stat(path)
+                    h.update(f"{os.path.relpath(path, root)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
         _own_hash.append(h.hexdigest())
     return _own_hash[0]
 
@@ -422,7 +425,8 @@ def _try_entry(compiled, path: str, key: str, values: tuple):
     except RecipeMismatch as e:
         raise _Unusable(str(e), False) from None
     except Exception as e:  # as above: not a file of this bytegraph
-        raise _Unusable(f"unloadable: {type(e).__name__}: {e}\n{traceback.format_exc()}", True) from None
+        _log.debug("loading %s failed:\n%s", path, traceback.format_exc())
+        raise _Unusable(f"unloadable: {type(e).__name__}: {e}", True) from None
 
 
 def _rebuild(compiled, payload: dict, guards: CompiledGuards):
