@@ -4,7 +4,8 @@ The data-dependent switches, `automatic_dynamic_shapes` and `verify` start from 
 (`BYTEGRAPH_CAPTURE_SCALAR_OUTPUTS=1`, `BYTEGRAPH_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS=1`,
 `BYTEGRAPH_AUTOMATIC_DYNAMIC_SHAPES=0`, `BYTEGRAPH_VERIFY=1|warn`; the first three as torch.compile's
 `TORCHDYNAMO_*`/`TORCH_DYNAMO_*` variables), read once at import; setting the attribute later
-overrides them. The recompile and dynamic-shape knobs have torch.compile's names and meanings
+overrides them; so does `cache_dir` (`BYTEGRAPH_CACHE_DIR`, the persistent capture cache). The
+recompile and dynamic-shape knobs have torch.compile's names and meanings
 (`torch._dynamo.config`); `cache_size_limit` is another name of `recompile_limit`, as in torch."""
 
 import os
