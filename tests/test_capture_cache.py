@@ -41,15 +41,30 @@ fn = getattr(module, spec.get("fn", "f"))
 dtype = getattr(torch, spec.get("dtype", "float32"))
 torch.manual_seed(0)
 x, y = torch.randn(*spec["shape"]).to(dtype), torch.randn(*spec["shape"]).to(dtype)
+compiled = bytegraph.compile(fn, backend=spec.get("backend", "eager"))
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    got = bytegraph.compile(fn, backend=spec.get("backend", "eager"))(x.clone(), y.clone())
+    got = compiled(x.clone(), y.clone())
     effects = list(module.LOG)
     del module.LOG[:]
 expected = fn(x.clone(), y.clone())
 close = torch.allclose(got, expected, atol=1e-6) if spec.get("backend") == "inductor" else torch.equal(got, expected)
-print(json.dumps({"same": close and effects == module.LOG, "traced": len(traced),
-                  "cache": dict(bytegraph.counters["capture_cache"]),
+same = close and effects == module.LOG
+lines = []
+if "then_shape" in spec:  # a second call that misses: the recompile log names the entries tried
+    import logging
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())
+    logging.getLogger("bytegraph.recompiles").addHandler(handler)
+    bytegraph.set_logs("recompiles")
+    z = torch.randn(*spec["then_shape"])
+    del module.LOG[:]
+    got = compiled(z.clone(), z.clone())
+    effects = list(module.LOG)
+    del module.LOG[:]
+    same = same and torch.equal(got, fn(z.clone(), z.clone())) and effects == module.LOG
+print(json.dumps({"same": same, "traced": len(traced),
+                  "cache": dict(bytegraph.counters["capture_cache"]), "recompiles": lines,
                   "warnings": [str(w.message) for w in caught if w.category is bytegraph.CaptureCacheWarning]}))
 '''
 
@@ -213,6 +228,15 @@ def test_graph_break_is_not_written(workdir):
     result = _run(workdir, fn="broken")
     assert result["traced"] >= 1 and "writes" not in result["cache"]
     assert _entry_files(workdir / "cache") == []
+
+
+def test_recompile_after_a_hit_says_the_entry_came_from_the_cache(workdir):
+    """And it is dynamic, as after a capture of the first shape (automatic dynamic's memory is
+    kept with the entry): an entry with symbolic sizes is not written."""
+    _run(workdir)
+    second = _run(workdir, then_shape=[6, 4])
+    assert second["traced"] == 1 and second["cache"] == {"hits": 1}
+    assert "from the capture cache" in "\n".join(second["recompiles"]), second["recompiles"]
 
 
 @pytest.mark.slow

@@ -9,9 +9,10 @@ shapes, a named backend, and every object its guards and residual code name has 
 A file `<cache_dir>/captures/<python tag>/<key>/<digest>.bin` holds: the guard function's
 text (exactly `CompiledGuards.source`) and recipes of the objects it binds (`__bg_k<N>`,
 `__bg_o<N>`); the residual code marshalled, with recipes of the constants marshal cannot
-write; the FX graph's nodes (`runtime/graph_store.py`); the
-files of every code object the capture translated or its recipes name, with a hash of
-their contents.
+write; the FX graph's nodes (`runtime/graph_store.py`); the files of every code object
+the capture translated or its recipes name, with a hash of their contents; automatic
+dynamic's memory of the code object after the capture (`ShapeMemory.snapshot`, restored
+when the reading process has none yet, so its next recompile is dynamic as it would be).
 The key (`entry_key`) is a hash of the compiled code (bytes, names, constants, its file's
 contents), the Python, torch and bytegraph versions and bytegraph's own sources (by path,
 size and modification time),
@@ -249,7 +250,8 @@ def _payload(compiled, entry, result, key: str) -> dict:
     return {"key": key, "qualname": compiled.code.co_qualname, "guards": entry.guards.source,
             "guard_code": marshal.dumps(entry.guards.code()),
             "guard_values": guard_values, "code": marshal.dumps(code), "consts": consts, "graph": graph,
-            "files": files, "side_effects": tuple(entry.side_effects)}
+            "files": files, "side_effects": tuple(entry.side_effects),
+            "shape_memory": compiled.code_state.memory.snapshot()}
 
 
 def _pinned_roots() -> tuple:
@@ -444,6 +446,7 @@ def _rebuild(compiled, payload: dict, guards: CompiledGuards):
     fn = compiled.fn
     new_fn = types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
     new_fn.__kwdefaults__ = fn.__kwdefaults__
+    compiled.code_state.memory.restore(payload["shape_memory"])  # automatic dynamic goes on as after the capture
     return guards, new_fn, gm, graph, payload["side_effects"]
 
 
