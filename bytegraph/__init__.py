@@ -21,6 +21,7 @@ from .hints import mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: E402
 from .control_flow import cond, map  # noqa: E402
 from .runtime.counters import counters  # noqa: E402
 from .runtime.compiled_function import RecompileLimitWarning  # noqa: E402
+from .runtime.capture_cache import CaptureCacheWarning  # noqa: E402
 from .runtime.global_hooks import GlobalModuleHooksWarning  # noqa: E402
 from .runtime.logs import set_logs  # noqa: E402
 from .runtime.verify import VerifyError  # noqa: E402
@@ -28,6 +29,7 @@ from .graph.output_graph import warm_up as _warm_up  # noqa: E402
 
 _warm_up()
 
-__all__ = ["compile", "reset", "config", "Unsupported", "RecompileLimitWarning", "FailOnRecompileLimitHit",
-           "GlobalModuleHooksWarning", "set_logs", "graph_break", "explain", "compiled_autograd", "mark_dynamic",
+__all__ = ["compile", "reset", "config", "Unsupported", "RecompileLimitWarning", "CaptureCacheWarning",
+           "FailOnRecompileLimitHit", "GlobalModuleHooksWarning", "set_logs", "graph_break", "explain",
+           "compiled_autograd", "mark_dynamic",
            "maybe_mark_dynamic", "mark_static", "cond", "map", "counters", "VerifyError", "report"]

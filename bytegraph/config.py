@@ -4,7 +4,8 @@ The data-dependent switches, `automatic_dynamic_shapes` and `verify` start from 
 (`BYTEGRAPH_CAPTURE_SCALAR_OUTPUTS=1`, `BYTEGRAPH_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS=1`,
 `BYTEGRAPH_AUTOMATIC_DYNAMIC_SHAPES=0`, `BYTEGRAPH_VERIFY=1|warn`; the first three as torch.compile's
 `TORCHDYNAMO_*`/`TORCH_DYNAMO_*` variables), read once at import; setting the attribute later
-overrides them. The recompile and dynamic-shape knobs have torch.compile's names and meanings
+overrides them; so does `cache_dir` (`BYTEGRAPH_CACHE_DIR`, the persistent capture cache). The
+recompile and dynamic-shape knobs have torch.compile's names and meanings
 (`torch._dynamo.config`); `cache_size_limit` is another name of `recompile_limit`, as in torch."""
 
 import os
@@ -70,6 +71,16 @@ reuse_repeated_blocks = False
 attributes, parameters and inputs the first call's trace read match, replays the first call's
 recorded ops instead of tracing its bytecode again (Note [Repeated blocks] in
 vars/repeated_blocks.py says when, and what it proves first)."""
+
+cache_dir = os.path.expanduser(os.environ.get("BYTEGRAPH_CACHE_DIR", "~/.cache/bytegraph"))
+"""The persistent capture cache (Note [Capture cache] in runtime/capture_cache.py): what a capture
+made is kept under `<cache_dir>/captures/`, and a later process whose first call passes the stored
+guards runs without tracing. `BYTEGRAPH_CACHE_DIR` sets it at import (default `~/.cache/bytegraph`);
+`""` turns the cache off. Read at each first call of a compiled function."""
+
+cache_size_bytes = 1 << 30
+"""The capture cache's size cap: past it, the least recently used entries are removed."""
+
 
 def _alias(target: str) -> property:
     """A module attribute that reads and writes setting `target` (a data descriptor of the

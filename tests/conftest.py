@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+os.environ["BYTEGRAPH_CACHE_DIR"] = ""  # the suite never reads or writes the user's capture cache
 _TESTS = os.path.dirname(os.path.abspath(__file__))
 _ROOT = os.path.dirname(_TESTS)
 if _TESTS not in sys.path:  # `helpers` and `support` are imported as top-level modules

@@ -3,10 +3,21 @@
 
 Named backends: "eager" runs the GraphModule's own forward, "aot_eager" runs torch's
 AOT autograd with no-op compilers, "inductor" runs torch's inductor `compile_fx`.
+
+Note [Inductor's caches]
+torch's FX graph cache and AOT autograd cache serve `compile_fx` only inside a
+`TracingContext` whose fake mode has a `ShapeEnv` (their entries may carry guards on sizes);
+without one both are bypassed and every process compiles every graph again. The inductor
+backend therefore calls `compile_fx` in such a context: the capture's own fake mode when the
+example inputs are its fakes (symbolic sizes), else a new mode and the real inputs as fakes
+of static sizes (as torch.compile passes them). A warm start from the capture cache
+(`runtime/capture_cache.py`) gives the same graph to this same call, and finds their entries.
 """
 from __future__ import annotations
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from ..ops.hooks import hook_op, register_inductor_fallback
 
@@ -32,7 +43,13 @@ def _inductor(gm: torch.fx.GraphModule, example_inputs):
 
     if any(node.target is hook_op for node in gm.graph.nodes):
         register_inductor_fallback()  # Note [Intermediate hook node]
-    return compile_fx(gm, example_inputs)
+    fake_mode = next((x.fake_mode for x in example_inputs if isinstance(x, FakeTensor)), None)
+    if fake_mode is None:  # static sizes: the real inputs as fakes of static sizes
+        fake_mode = FakeTensorMode(shape_env=ShapeEnv())
+        example_inputs = [fake_mode.from_tensor(x, static_shapes=True) if isinstance(x, torch.Tensor) else x
+                          for x in example_inputs]
+    with torch._guards.tracing(torch._guards.TracingContext(fake_mode)):  # Note [Inductor's caches]
+        return compile_fx(gm, example_inputs)
 
 
 BACKENDS = {"eager": _eager, "aot_eager": _aot_eager, "inductor": _inductor}

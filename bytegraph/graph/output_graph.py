@@ -68,6 +68,8 @@ class OutputGraph:
         self.inputs: list = []  # (source, TensorVariable, real tensor), in placeholder order
         # id(globals dict) -> the first source that reached it (Note [Globals sources])
         self.globals_sources: dict = {}
+        # the files of the code objects the capture translated (the capture cache re-hashes them)
+        self.traced_files: set = set()
         # id(obj) -> (obj, its ObjectSource): `object_source`
         self._object_sources: dict = {}
         self._input_by_id: dict = {}

@@ -115,6 +115,27 @@ class ShapeMemory:
                 entry[0][i] = None
         return entry[0]
 
+    def snapshot(self) -> dict:
+        """What was seen, as plain data (the capture cache keeps it with an entry): sizes and
+        values, with `"dynamic"`/`"unset"` for the markers; a value of another kind is left out."""
+        out = {}
+        for key, (sizes, scalar) in self.seen.items():
+            if type(scalar) not in (int, float, bool) and scalar is not _DYNAMIC and scalar is not _UNSET:
+                continue
+            out[key] = ["dynamic" if sizes is _DYNAMIC else list(sizes),
+                        "dynamic" if scalar is _DYNAMIC else "unset" if scalar is _UNSET else scalar]
+        return out
+
+    def restore(self, data: dict) -> None:
+        """Start from `snapshot()` data of another process (only while nothing is seen yet: a
+        warm start's memory is then the one its entry's capture left)."""
+        if self.seen:
+            return
+        marks = {"dynamic": _DYNAMIC, "unset": _UNSET}
+        for key, (sizes, scalar) in data.items():
+            self.seen[key] = [marks[sizes] if type(sizes) is str else list(sizes),
+                              marks[scalar] if type(scalar) is str else scalar]
+
     def scalar(self, source, value) -> object:
         """Record int (float) `value` read at `source`; the value seen, or `_DYNAMIC`."""
         key = source.name()

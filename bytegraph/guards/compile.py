@@ -54,6 +54,8 @@ class _Binder:
 class CompiledGuards:
     """The guard function of one cache entry plus what is needed to explain a miss."""
 
+    restored = False  # made by `from_text`: no `Guard` objects
+
     def __init__(self, guards: list[Guard], argnames: tuple[str, ...], f_globals: dict, closure):
         self.guards = guards
         self.argnames = argnames
@@ -64,6 +66,30 @@ class CompiledGuards:
         exec(_code_of(self.source), scope)
         self.fn = scope["__bg_guard"]
         self._scope = scope
+
+    @classmethod
+    def from_text(cls, source: str, values: dict, argnames: tuple[str, ...], f_globals: dict,
+                  closure, code=None) -> "CompiledGuards":
+        """The guard function of text `source` (a `.source` written by another process) with
+        its `__bg_k<N>`/`__bg_o<N>` names bound to `values` (the capture cache). It has no
+        `Guard` objects: `first_failure` cannot name the one that fails (None). `code`: the
+        text's code object, as `code()` gave it (else the text is compiled)."""
+        self = cls.__new__(cls)
+        self.guards, self.clauses, self.argnames, self.source = [], [], argnames, source
+        self.restored = True
+        scope = _scope(values, f_globals, closure, source, {})
+        exec(code if code is not None else _code_of(source), scope)
+        self.fn = scope["__bg_guard"]
+        self._scope = scope
+        return self
+
+    def code(self):
+        """The code object of the guard function's text (`from_text` takes it again)."""
+        return _code_of(self.source)
+
+    def bound_values(self) -> dict:
+        """The objects the function's text names `__bg_k<N>` and `__bg_o<N>`, by name."""
+        return {name: self._scope[name] for name in dict.fromkeys(_BOUND_NAME.findall(self.source))}
 
     def first_failure(self, values: tuple) -> Guard | None:
         """The first guard that does not hold for the bound argument `values`, if any."""
@@ -241,6 +267,7 @@ def _scope(values: dict, f_globals: dict, closure, source: str, objects: dict) -
 
 
 _OBJECT_NAME = re.compile(r"__bg_obj_\d+")  # ObjectSource.name()
+_BOUND_NAME = re.compile(r"\b__bg_[ko]\d+\b")  # the names `_Binder` and `_numbered_objects` give
 
 
 # Note [Guard code cache]

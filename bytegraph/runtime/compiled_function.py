@@ -28,7 +28,7 @@ from ..translate import gc_pause
 from ..translate.capture import argument_names, capture
 from ..translate.continuation import forget_continuations
 from ..translate.resume import forget_resume_functions
-from . import code_state, recompiles, verify
+from . import capture_cache, code_state, recompiles, verify
 from .logs import logger
 from .root_frames import LISTENERS, RECOMPILE_LISTENERS
 
@@ -139,6 +139,7 @@ class CompiledFunction:
         self.dynamic = DynamicState(dynamic, self.code_state.memory)  # Note [Symbolic sizes]
         self.argnames = argument_names(self.code)
         self.entries: list[CacheEntry] = []
+        self.looked_up = False  # whether the persistent capture cache was asked (Note [Capture cache])
         self.callees: dict = {}  # the wrappers `compile_callee` gave this function's residual code
         self.callee_compiler = _CalleeCompiler(self)
         self.caller = None  # weakref to the compiled function whose residual code first called this one
@@ -256,6 +257,7 @@ class CompiledFunction:
         with COMPILE_LOCK:
             stale = len(self.entries)
             self.entries = []
+            self.looked_up = False
             self.callees = {}
             self.code_state = code_state.state_for(self.code_key, self.backend)
             self.code_state.wrappers.add(self)
@@ -276,6 +278,11 @@ class CompiledFunction:
             shared = self._shared_entry(values)
             if shared is not None:
                 return shared
+            if not self.looked_up:
+                self.looked_up = True
+                stored = self._stored_entry(values)
+                if stored is not None:
+                    return stored
             named = set(OBJECT_REFS)
             try:
                 return self._capture(values)
@@ -295,6 +302,20 @@ class CompiledFunction:
                 if id(entry) not in mine and entry.guards.fn(*values):
                     return self._install(entry)
         return None
+
+    def _stored_entry(self, values):
+        """The function of the persistent capture cache's entry whose guards hold now, installed
+        as a capture's would be (Note [Capture cache]); None if there is none."""
+        started = time.perf_counter()
+        found = capture_cache.lookup(self, values)
+        if found is None:
+            return None
+        guards, fn, graph_module, graph, side_effects = found
+        entry = CacheEntry(guards, fn, "compiled", graph_module, graph[0] if graph else None,
+                           reason="from the capture cache")
+        entry.set_timing(started, time.perf_counter() - started, 0.0, 0.0)
+        entry.side_effects = side_effects
+        return self._add_entry(entry, None, graph)
 
     def _shares_entries_with(self, other: "CompiledFunction") -> bool:
         fn, theirs = self.fn, other.fn
@@ -363,7 +384,10 @@ class CompiledFunction:
                                          brk.location, brk.category, brk.reason,
                                          f" (hint: {brk.hint})" if brk.hint else "")
         self._log_capture(entry)
-        return self._add_entry(entry, result.graph_break, result.graph)
+        fn = self._add_entry(entry, result.graph_break, result.graph)
+        if fn is entry.fn:
+            capture_cache.save(self, entry, result)
+        return fn
 
     def _internal_error(self, e: InternalTracerError, step: str) -> None:
         """A bytegraph bug: never the user's problem. Logged with its traceback; under

@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 
-TOPICS = ("graph", "graph_breaks", "guards", "recompiles", "bytecode", "perf", "verify")
+TOPICS = ("graph", "graph_breaks", "guards", "recompiles", "bytecode", "perf", "verify", "capture_cache")
 
 _handler = logging.StreamHandler(sys.stderr)
 _handler.setFormatter(logging.Formatter("[bytegraph.%(topic)s] %(message)s"))

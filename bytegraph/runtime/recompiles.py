@@ -35,7 +35,8 @@ class Failure:
     def text(self) -> str:
         guard = self.guard
         if guard is None:
-            return "every guard holds now"
+            return "a guard of this entry from the capture cache fails (its guards are not itemized)" \
+                if self.observed is _RESTORED else "every guard holds now"
         changes = (_tensor_changes(guard.expected, self.observed)
                    if guard.kind is GuardKind.TENSOR_MATCH and isinstance(self.observed, torch.Tensor) else "")
         if changes:
@@ -61,12 +62,17 @@ class Failure:
         return now
 
 
+_RESTORED = object()  # `Failure.observed` of a failing entry loaded from the capture cache
+
+
 def failures(entries, values) -> list:
     """The first failing guard of each of `entries` for the call's argument `values`."""
     out = []
     for number, entry in enumerate(entries, 1):
         guard = entry.guards.first_failure(values)
         observed = UNREADABLE if guard is None else entry.guards.observed(guard, values)
+        if entry.guards.restored and not entry.guards.fn(*values):  # no Guard objects to name
+            observed = _RESTORED
         out.append(Failure(number, guard, observed))
     return out
 

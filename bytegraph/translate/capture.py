@@ -51,6 +51,8 @@ class Capture:
     seconds: float = 0.0             # the whole capture, restarts included
     backend_seconds: float = 0.0     # the backend compiling the graph
     guard_seconds: float = 0.0       # finishing the guards (the runtime compiles them after)
+    traced_files: frozenset = frozenset()  # the files of every code object the trace translated
+    static: bool = True              # no symbolic size: the graph's inputs are the real tensors
 
 
 def argument_names(code: types.CodeType) -> tuple[str, ...]:
@@ -97,6 +99,7 @@ def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = Fa
             raise InternalTracerError(e, _finished_guards(output) if output is not None else []) from e
         traced = time.perf_counter()
         result.guards = _finished_guards(output, result.graph is not None)
+        result.traced_files, result.static = frozenset(output.traced_files), output.shapes is None
         end = time.perf_counter()
         result.started, result.seconds, result.guard_seconds = start, end - start, end - traced
         return result
@@ -263,7 +266,7 @@ def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend,
         finally:  # a backend that runs the graph (AOT autograd traces it) may leave its grad mode set
             torch._C._set_grad_enabled(grad_mode)
         backend_seconds = time.perf_counter() - started
-    name = f"__bg_graph_{next(_graph_ids)}"
+    name = new_graph_name()
     cg.graph_module = gm
     cg.call_graph(name, [src for src, _, _ in output.inputs])
     if output.grad_flags:
@@ -273,6 +276,11 @@ def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend,
 
 def _is_grad_switch(node) -> bool:
     return node.op == "call_function" and node.target is torch._C._set_grad_enabled
+
+
+def new_graph_name() -> str:
+    """A global name for a compiled graph that no other graph of this process has."""
+    return f"__bg_graph_{next(_graph_ids)}"
 
 
 def _collect_graph_tensors(vt, outputs: list, index: dict, seen: set | None = None) -> None:

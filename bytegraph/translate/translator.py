@@ -56,6 +56,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         self.locals = local_vars
         self.cells = cells
         self.output = output
+        output.traced_files.add(code.co_filename)
         self.parent = parent
         self.depth = 0 if parent is None else parent.depth + 1
         self.stack: list = []
