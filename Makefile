@@ -58,10 +58,14 @@ fuzz: $(STAMP)
 BENCH_THREADS ?= 1
 
 # The compiled-autograd training step runs in its own processes (the autograd engine binds
-# its node functions to the first compiled-autograd compiler of a process).
+# its node functions to the first compiled-autograd compiler of a process); so do the warm
+# starts (two fresh processes per model and system sharing a capture cache directory). The
+# depth of a tiny Llama, with repeated blocks replayed or not, closes the run.
 bench: $(STAMP)
 	OMP_NUM_THREADS=$(BENCH_THREADS) $(PY) -m bench.run
 	OMP_NUM_THREADS=$(BENCH_THREADS) $(PY) -m bench.compiled_autograd_workloads
+	OMP_NUM_THREADS=$(BENCH_THREADS) $(PY) -m bench.warm_start --repeat 3
+	OMP_NUM_THREADS=$(BENCH_THREADS) $(PY) -m bench.repeated_blocks
 
 # Every architecture transformers can build from its config classes, shrunk to tiny sizes, and
 # every torch.nn module, under bytegraph and torch.compile side by side (bench/sweep.py); the

@@ -1,5 +1,5 @@
-"""Capture time of a tiny Llama by depth, with `config.reuse_repeated_blocks` off and on
-(issue 39, item 2): `python -m bench.repeated_blocks`.
+"""Capture time of a tiny Llama by depth, with `config.reuse_repeated_blocks` off and on, and
+torch.compile's beside them (issue 39, item 2): `python -m bench.repeated_blocks [--no-reference]`.
 
 Capture = the first compiled call minus an eager call of the same model (eager backend, CPU,
 hidden 64, input_ids (2, 8), no KV cache: a cache is state every layer writes, which no block
@@ -30,33 +30,45 @@ def tiny_llama(layers: int):
     return model, torch.randint(0, 99, (2, 8))
 
 
-def capture_ms(model, input_ids) -> float:
-    """One fresh capture's time in ms (first compiled call minus an eager call)."""
+def capture_ms(model, input_ids, reference: bool = False) -> float:
+    """One fresh capture's time in ms (first compiled call minus an eager call), by bytegraph or,
+    with `reference`, torch.compile."""
+    if reference:
+        import torch._dynamo  # the reference only
+
+        torch._dynamo.reset()
     bytegraph.reset()
     start = time.perf_counter()
     model(input_ids)
     eager = time.perf_counter() - start
-    compiled = bytegraph.compile(model, backend="eager")
+    compiled = (torch.compile if reference else bytegraph.compile)(model, backend="eager")
     start = time.perf_counter()
     compiled(input_ids)
     return (time.perf_counter() - start - eager) * 1000
 
 
-def measure(layers: int, reuse: bool, repeats: int = 3) -> float:
+def measure(layers: int, reuse: bool, repeats: int = 3, reference: bool = False) -> float:
     config.reuse_repeated_blocks = reuse
     model, input_ids = tiny_llama(layers)
-    return statistics.median(capture_ms(model, input_ids) for _ in range(repeats))
+    return statistics.median(capture_ms(model, input_ids, reference) for _ in range(repeats))
 
 
 def main(argv=None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
     bytegraph.compile(lambda x: x + 1, backend="eager")(torch.ones(1))  # start-up paid once
     measure(2, False, repeats=1)  # and the first capture of these classes (lazy imports, caches)
-    for reuse in (False, True):
-        times = {layers: measure(layers, reuse) for layers in DEPTHS}
+    rows = [("bytegraph, reuse_repeated_blocks=False", False, False),
+            ("bytegraph, reuse_repeated_blocks=True", True, False)]
+    if "--no-reference" not in argv:
+        torch.compile(lambda x: x + 1, backend="eager")(torch.ones(1))
+        measure(2, False, repeats=1, reference=True)
+        rows.append(("torch.compile (reference)", False, True))
+    for label, reuse, reference in rows:
+        times = {layers: measure(layers, reuse, 1 if reference else 3, reference) for layers in DEPTHS}
         row = "  ".join(f"L={layers}: {ms:7.1f} ms" for layers, ms in times.items())
-        print(f"reuse_repeated_blocks={reuse!s:5}  {row}  24/2 = {times[24] / times[2]:.2f}")
+        print(f"{label:<38}  {row}  24/2 = {times[24] / times[2]:.2f}", flush=True)
     config.reuse_repeated_blocks = False
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()
