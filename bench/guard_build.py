@@ -44,6 +44,7 @@ def _capture(name: str, new_text: bool) -> tuple[float, float]:
     bytegraph.reset()
     if new_text:
         guard_compile._CODE_CACHE.clear()
+        guard_compile._RENDERED.clear()
     gc.collect()
     compiled = bytegraph.compile(model, backend="eager")
     LISTENERS.append(record)

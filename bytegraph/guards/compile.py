@@ -32,7 +32,8 @@ from __future__ import annotations
 import re
 
 from .guard import Guard, GuardKind
-from .sources import GENERIC_GETATTR, OBJECT_REFS, binding_markers, naming
+from .sources import GENERIC_GETATTR, OBJECT_REFS
+from .spelling import Spelling
 import torch
 import math
 
@@ -58,8 +59,10 @@ class CompiledGuards:
         self.guards = guards
         self.argnames = argnames
         binder = _Binder()
-        self.clauses, used = _clauses(guards, binder)
-        self.source, objects = _numbered_objects(_render(guards, self.clauses, used, binder, argnames))
+        spelling = Spelling()
+        nodes = spelling.clauses(guards, binder)
+        self.clauses = [spelling.texts[node] for node in nodes]
+        self.source, objects = _rendered(guards, spelling, nodes, argnames)
         scope = _scope(binder.values, f_globals, closure, self.source, objects)
         exec(_code_of(self.source), scope)
         self.fn = scope["__bg_guard"]
@@ -96,70 +99,53 @@ class CompiledGuards:
 UNREADABLE = object()  # `observed` of a guard whose source cannot be read now
 
 
-def _clauses(guards: list[Guard], bind) -> tuple[list[str], list[list]]:
-    """Each guard's clause, spelled in full, and the names it spells (innermost first:
-    `[source, text, the text spelling it or None]`, see `GuardNaming`)."""
-    clauses, used = [], []
-    with naming({}, record=True) as names:
-        for guard in guards:
-            names.used = []
-            clauses.append(guard.clause(bind))
-            used.append(names.used)
-    return clauses, used
-
-
 _WALRUS = re.compile(r"\b(\w+) :=")  # \b: a match is tried at word starts only, not inside each name
 _NAME = re.compile(r"__bg_\w+")
 
 
-def _render(guards: list[Guard], clauses: list[str], used: list[list], bind, argnames: tuple[str, ...]) -> str:
+def _render(guards: list[Guard], spelling: Spelling, clauses: list[int], argnames: tuple[str, ...]) -> str:
     """The guard function: the clauses joined by `and`, every shared path read once into a
     local, bound by the first clause that spells it or in a statement right before it
     (Note [Shared guard paths])."""
-    shared = _shared(clauses, used)
-    aliases: dict = {}  # source -> its local
-    bound: set = set()  # the texts of those sources
+    shared = _shared(spelling, clauses)
+    touched = spelling.touched(shared)
+    texts = spelling.texts
+    aliases: dict = {}  # the text of a shared path -> its local
     body: list[str] = []  # statements
     group: list[str] = []  # clauses since the last statement
-    with naming(aliases) as names:
-        for guard, clause, spelled in zip(guards, clauses, used):
-            hoisted = False
-            walrus = None
-            new: list = []  # (source, alias) of the paths this clause reads first
-            for source, text, _ in spelled:
-                if text not in shared:
-                    continue
-                hoisted = True
-                if text in bound:
-                    continue
-                if walrus is None:
-                    walrus = set(_WALRUS.findall(clause)) if ":=" in clause else ()
-                if walrus and walrus.intersection(_NAME.findall(text)):
-                    continue
-                bound.add(text)
-                new.append((source, f"__bg_p{len(aliases) + len(new)}"))
-            if not hoisted:
-                group.append(clause)
+    for guard, node in zip(guards, clauses):
+        clause = texts[node]
+        if not touched[node]:
+            group.append(clause)
+            continue
+        walrus = None
+        new: list = []  # (text, alias) of the paths this clause reads first
+        new_nodes: list = []  # their nodes
+        for read in spelling.reads(node, touched, aliases, set(), []):
+            text = texts[read]
+            if text not in shared:
                 continue
-            if new and guard.kind is not GuardKind.SHAPE:
-                names.binding.update(new)
-                rendered = guard.clause(bind)
-                names.binding.clear()
-                if len(names.bound_text) == len(new):
-                    rendered = binding_markers(rendered, names.bound_text)
-                names.bound_text.clear()
-                if _binds_first(rendered, new):
-                    aliases.update(new)
-                    group.append(rendered)
-                    continue
-            for source, alias in new:
-                if group:
-                    body.append(f"if not {_conjunction(group)}: return False")
-                    group = []
-                expression = source.name()
-                aliases[source] = alias
-                body.append(f"{alias} = {expression}")
-            group.append(guard.clause(bind))
+            if walrus is None:
+                walrus = set(_WALRUS.findall(clause)) if ":=" in clause else ()
+            if walrus and walrus.intersection(_NAME.findall(text)):
+                continue
+            new.append((text, f"__bg_p{len(aliases) + len(new)}"))
+            new_nodes.append(read)
+        if new and guard.kind is not GuardKind.SHAPE:
+            done: set = set()
+            rendered = spelling.binding(node, touched, aliases, dict(new), done)
+            if len(done) == len(new) and _binds_first(rendered, new):
+                aliases.update(new)
+                group.append(rendered)
+                continue
+        for (text, alias), read in zip(new, new_nodes):
+            if group:
+                body.append(f"if not {_conjunction(group)}: return False")
+                group = []
+            expression = spelling.expand(read, touched, aliases)
+            aliases[text] = alias
+            body.append(f"{alias} = {expression}")
+        group.append(spelling.expand(node, touched, aliases))
     body.append(f"return {_conjunction(group)}" if group else "return True")
     statements = "\n        ".join(body)
     return (f"def __bg_guard({', '.join(argnames)}):\n"
@@ -189,33 +175,31 @@ def _binds_first(clause: str, new: list) -> bool:
     return True
 
 
-def _shared(clauses: list[str], used: list[list]) -> set:
+def _shared(spelling: Spelling, clauses: list[int]) -> set:
     """The texts of the sources worth a local: read (spelled not as a plain name, not binding
     one) more than once, where the spellings inside one shared outer path count once (it is
     read once); outer paths are decided first (a source's text is longer than that of every
     source it reads through). A clause may spell its own source several times
     (`type(s) is F and s.__code__ is C`): counted in the clause's text when that clause is
     the only one spelling it (a text spelled by two is read twice whatever the counts)."""
-    outers: dict = {}  # text -> [times a clause spells it, the last such clause, the texts spelling it]
-    for clause, names in zip(clauses, used):
-        for _, text, outer in names:
-            entry = outers.get(text)
-            if entry is None:
-                entry = outers[text] = [0, None, []]
-            if outer is None:
-                entry[0] += 1
-                entry[1] = clause
-            else:
-                entry[2].append(outer)
-    candidates = []  # (text, its reads by clauses, the texts spelling it)
-    for text, (top, clause, within) in outers.items():
-        if top == 1:
-            top = clause.count(text)
-        if top + len(within) > 1 and ":=" not in text and not text.isidentifier():
-            candidates.append((text, top, within))
+    top, within = spelling.read_counts(clauses)
+    texts = spelling.texts
+    candidates = []  # (text, its reads by clauses, {the texts spelling it: how many times})
+    for text, outers in within.items():
+        reads, clause = top.pop(text, (0, None))
+        if reads == 1:
+            reads = texts[clause].count(text)
+        if ":=" not in text and not text.isidentifier():
+            candidates.append((text, reads, outers))  # whether it is read twice: decided below
+    for text, (reads, clause) in top.items():
+        if reads == 1:
+            reads = texts[clause].count(text)
+        if reads > 1 and ":=" not in text and not text.isidentifier():
+            candidates.append((text, reads, {}))
     shared: set = set()
-    for text, top, within in sorted(candidates, key=lambda c: len(c[0]), reverse=True):
-        reads = top + len(within) - sum(map(shared.__contains__, within)) + len(shared.intersection(within))
+    for text, reads, outers in sorted(candidates, key=lambda c: len(c[0]), reverse=True):
+        for outer, times in outers.items():
+            reads += 1 if outer in shared else times
         if reads > 1:
             shared.add(text)
     return shared
@@ -255,6 +239,22 @@ _OBJECT_NAME = re.compile(r"__bg_obj_\d+")  # ObjectSource.name()
 # new entry's own scope, which binds every name to this capture's objects.
 _CODE_CACHE: dict[str, object] = {}  # guard function text -> its code object, least recently used first
 _CODE_CACHE_SIZE = 64
+
+
+_RENDERED: dict[tuple, tuple] = {}  # spelling tree -> (function text, its numbered objects), least recently used first
+
+
+def _rendered(guards: list[Guard], spelling: Spelling, clauses: list[int], argnames: tuple[str, ...]) -> tuple:
+    """The guard function's text with its objects numbered, and the names numbered (as
+    `_numbered_objects`), rendered or kept (Note [Guard code cache])."""
+    key = (argnames, tuple([guard.kind for guard in guards]), *spelling.shape())
+    rendered = _RENDERED.pop(key, None)
+    if rendered is None:
+        rendered = _numbered_objects(_render(guards, spelling, clauses, argnames))
+        if len(_RENDERED) >= _CODE_CACHE_SIZE:
+            del _RENDERED[next(iter(_RENDERED))]
+    _RENDERED[key] = rendered
+    return rendered
 
 
 def _numbered_objects(source: str) -> tuple[str, dict]:
