@@ -12,16 +12,19 @@ guard of `kwargs['input_ids']` reads that item six times, and a transformers for
 globals are reached through the same six `__closure__` cells by dozens of clauses. The
 generated function therefore reads each path that clauses spell more than once (a source
 whose text is not a plain name) once, into a local `__bg_pN`, bound by the first clause
-that spells it, and every later spelling uses the local. The binding goes where that
-clause first spells the path (`type((__bg_p0 := kwargs['input_ids'])) is ...`) when the
-clause is sure to evaluate it there first: what precedes it is only names, calls and
-parentheses being opened, other bindings, or one constant's `in`/`not in`, and the clause
-has no conditional expression, comprehension or lambda (`_binds_first`; the guard's
-sources are spelled as markers first, `sources.binding_markers`, since a clause may spell
-its source's text several times). Otherwise (and for printed shape clauses) a statement
-`__bg_pN = path` right before the clause reads it, ending the `and` chain there. Either
-way the order of reads is kept: a clause reads its source before anything else, so the
-read moves at most to just before the clause (never before the guards of what it reads
+that spells it, and every later spelling uses the local (one text, one local: equal texts
+are the same expression over the same scope). Everything is decided on the spelling tree of
+the build (Note [Guard spelling tree] in guards/spelling.py): how often a path is read is
+counted there, the spellings inside one shared outer path counting once (`_shared`), and a
+clause that reads a shared path is spelled again from the tree with the locals in place,
+never rendered again. The binding goes where that clause first spells the path
+(`type((__bg_p0 := kwargs['input_ids'])) is ...`) when the clause is sure to evaluate it
+there first: what precedes it is only names, calls and parentheses being opened, other
+bindings, or one constant's `in`/`not in`, and the clause has no conditional expression,
+comprehension or lambda (`_binds_first`). Otherwise (and for printed shape clauses) a
+statement `__bg_pN = path` right before the clause reads it, ending the `and` chain there.
+Either way the order of reads is kept: a clause reads its source before anything else, so
+the read moves at most to just before the clause (never before the guards of what it reads
 through), and a path whose text uses a name that its clause binds with `:=` is not shared
 there. One `and` chain instead of a statement and an `if` per shared path is about a fifth
 less for `compile()` (hf_bart: 18.7k AST nodes -> 15.3k) and the same per call.
@@ -237,6 +240,13 @@ _OBJECT_NAME = re.compile(r"__bg_obj_\d+")  # ObjectSource.name()
 # is numbered already, `_Binder`), so equal programs give equal texts, and the code object of
 # a text is kept (the last `_CODE_CACHE_SIZE` texts). A kept code object is executed in the
 # new entry's own scope, which binds every name to this capture's objects.
+# Rendering the text (deciding the shared paths, spelling the clauses again with their locals)
+# is then most of what is left, and it too is a function of the spelling tree alone: each
+# node's kind of source, text and the nodes it spells, each clause's template and kind, the
+# argument names (`Spelling.shape`; every object a clause binds is a name in its text). So the
+# rendered text is kept by that key as well (`_RENDERED`, as many): a capture of a program
+# rendered before spells its clauses once and renders nothing. The key holds strings and
+# tuples only, never the objects.
 _CODE_CACHE: dict[str, object] = {}  # guard function text -> its code object, least recently used first
 _CODE_CACHE_SIZE = 64
 

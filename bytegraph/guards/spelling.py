@@ -53,7 +53,7 @@ class Spelling:
     def clauses(self, guards, bind) -> list[int]:
         """Spell every guard's clause (`bind` as for `Guard.clause`): the clause nodes."""
         nodes = []
-        sources, renders, calls_of, texts, templates = self.sources, self.renders, self.calls, self.texts, self.templates
+        sources, renders, texts, templates = self.sources, self.renders, self.texts, self.templates
         with naming(namer=self):
             for guard in guards:
                 self._calls = self._top = calls = []
@@ -64,7 +64,7 @@ class Spelling:
                 nodes.append(len(sources))
                 sources.append(None)
                 renders.append(None)
-                calls_of.append(tuple(calls))
+                self.calls.append(tuple(calls))
                 texts.append(text)
                 templates.append(template)
         return nodes
