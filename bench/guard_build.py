@@ -9,9 +9,10 @@ capture it again N times (default 5) after `bytegraph.reset()` and `gc.collect()
 (`capture_seconds`), with the totals of the medians. The entries are those the runtime tells its
 `LISTENERS` of.
 
-`reset()` keeps the guard code cache (Note [Guard code cache] in guards/compile.py), so warm
-captures compile no guard text ("text cached"); `--new-text` empties the cache before each
-capture, so each one compiles its text ("text new"). `--profile NAME` instead runs one warm
+`reset()` keeps the guard code cache and the rendered texts (Note [Guard code cache] in
+guards/compile.py), so a warm capture neither renders nor compiles its guard text ("text
+cached"); `--new-text` empties both before each capture, so each one renders and compiles its
+text as a first capture of a program does ("text new"). `--profile NAME` instead runs one warm
 capture of NAME under cProfile and prints where `CompiledGuards` spends its time.
 """
 from __future__ import annotations
@@ -84,7 +85,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.guard_build", description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", metavar="NAME", help="models of bench.hf_models.MODELS (default: all)")
     parser.add_argument("--captures", type=int, default=5, help="warm captures per model (default 5)")
-    parser.add_argument("--new-text", action="store_true", help="empty the guard code cache before each capture")
+    parser.add_argument("--new-text", action="store_true",
+                        help="empty the guard code cache and rendered texts before each capture")
     parser.add_argument("--profile", metavar="NAME", help="profile the guard build of one warm capture of NAME")
     args = parser.parse_args(argv)
     warm_up()

@@ -87,7 +87,8 @@ def test_a_default_read_through_its_defaults_tuple_binds_one_local():
 def test_a_default_spelled_as_its_item_shares_the_local():
     fn = LocalSource("f")
     default = DefaultSource(fn, "cfg", 0)
-    guards = [Guard(GuardKind.TYPE_MATCH, default, Holder), Guard(GuardKind.CONSTANT_MATCH, AttrSource(default, "a"), 2),
+    guards = [Guard(GuardKind.TYPE_MATCH, default, Holder),
+              Guard(GuardKind.CONSTANT_MATCH, AttrSource(default, "a"), 2),
               Guard(GuardKind.CONSTANT_MATCH, AttrSource(default, "b"), 3)]
     holder = Holder()
     holder.a, holder.b = 2, 3

@@ -242,7 +242,7 @@ _OBJECT_NAME = re.compile(r"__bg_obj_\d+")  # ObjectSource.name()
 # new entry's own scope, which binds every name to this capture's objects.
 # Rendering the text (deciding the shared paths, spelling the clauses again with their locals)
 # is then most of what is left, and it too is a function of the spelling tree alone: each
-# node's kind of source, text and the nodes it spells, each clause's template and kind, the
+# node's kind of source, text, template and the nodes it spells, each clause's guard kind, the
 # argument names (`Spelling.shape`; every object a clause binds is a name in its text). So the
 # rendered text is kept by that key as well (`_RENDERED`, as many): a capture of a program
 # rendered before spells its clauses once and renders nothing. The key holds strings and

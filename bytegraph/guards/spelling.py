@@ -4,20 +4,24 @@ Note [Guard spelling tree]
 A model's guards spell the same sources hundreds of times (every parameter's clause spells
 its module's path, ten sources deep), and the guard compiler needs three things from them:
 each clause in full (what explain and `first_failure` show), how often each path is read
-(which paths get a local, Note [Shared guard paths] in guards/compile.py), and each clause
-again with some paths read from locals. `Spelling` is the active naming
-(`sources.naming(hook=...)`) while the clauses are spelled once: every `name()` of a source
-answers a marker `\\0N\\0` for node N, and the first time a source object is spelled its own
-text is rendered the same way, a template over the nodes it spells, so each source is
-rendered once per build. A node records its source, its template split at the markers
-(`parts`: literal, node, literal, ..., literal), the nodes its rendering spelled in order,
-repeats included (`calls`: what a spelling of it reads), and its text in full. A clause is a
-node too (no source; its calls are what the clause spells itself). Nodes are numbered in
-post-order: a node after every node it spells, so one walk down the numbers visits every
-node after all that spell it (`read_counts`). Everything later is a walk over the tree:
-`expand` spells a node with some sources read from locals, no clause is spelled twice.
-Keyed by the source object's identity, holding the source so its id is not reused while the
-build lives (not by equality: `d[1]` and `d[True]` are equal sources spelled differently).
+(which paths get a local, Note [Shared guard paths] in guards/compile.py), and the clauses
+that read a shared path again with their locals in place. `Spelling` is the active naming
+(`sources.naming(namer=...)`) while the clauses are spelled, once: every `name()` of a source
+answers a marker (`\\0N\\1` for node N), and the first time a source object is spelled its
+own text is rendered the same way, so each source is rendered once per build. A node records
+its source, its template (its text with the markers of the nodes it spells), its text in full
+(the template with each marker replaced by that node's text), and the nodes its rendering
+spelled, in order, repeats included (`calls`: what one spelling of it reads). A clause is a
+node too, with no source. Nodes are numbered in post-order (a node after every node it
+spells), so one walk down the numbers meets every node after all that spell it
+(`read_counts`). The rest walks the tree: `reads` lists what a clause reads, `expand` and
+`binding` spell a node from its template with some texts read from locals; no clause or
+source is rendered twice. Nodes are keyed by the source object's identity, holding the
+source so its id is not reused while the build lives (not by equality: `d[1]` and `d[True]`
+are equal sources spelled differently). Spelling everything with markers and expanding them
+costs about what the earlier two renderings did for a program rendered the first time; the
+tree's gain is that it is the key of the rendered text (Note [Guard code cache]), which a
+program captured again then does not render.
 """
 from __future__ import annotations
 
@@ -34,87 +38,58 @@ class Spelling:
     """The spelling tree of one guard build (Note [Guard spelling tree]); the active naming
     while its clauses are spelled (`sources.naming(namer=...)`)."""
 
-    __slots__ = ("sources", "renders", "calls", "texts", "templates", "thread", "_by_id", "_calls", "_top",
-                 "_replay", "_parts")
+    __slots__ = ("sources", "calls", "texts", "templates", "markers", "thread", "_by_id", "_calls", "_parts")
 
     def __init__(self):
         self.sources: list = []  # node -> its source (None for a clause)
-        self.renders: list = []  # node -> how its source spells itself (`render(source)`)
         self.calls: list[tuple] = []  # node -> the nodes its spelling spells, in order, repeats included
         self.texts: list[str] = []  # node -> its text in full
-        self.templates: list = []  # node -> its text with what it spells as markers, once made
+        self.templates: list[str] = []  # node -> its text with a marker for each node it spells
+        self.markers: list[str] = []  # node -> its marker
         self.thread = threading.get_ident()
         self._by_id: dict = {}  # id(source) -> node
         self._calls: list = []  # the nodes spelled so far by the rendering in progress
-        self._top: list = []  # those of the clause in progress
-        self._replay = None  # while `template` renders a node again: the nodes it spells, in order
         self._parts: dict = {}  # node -> its template split at the markers: [literal, node, ..., literal]
 
     def clauses(self, guards, bind) -> list[int]:
         """Spell every guard's clause (`bind` as for `Guard.clause`): the clause nodes."""
-        nodes = []
-        sources, renders, texts, templates = self.sources, self.renders, self.texts, self.templates
         with naming(namer=self):
-            for guard in guards:
-                self._calls = self._top = calls = []
-                template = text = guard.clause(bind)
-                if calls:
-                    for child in (calls if len(calls) == 1 else dict.fromkeys(calls)):
-                        text = text.replace(f"\0{child}\1", texts[child])
-                nodes.append(len(sources))
-                sources.append(None)
-                renders.append(None)
-                self.calls.append(tuple(calls))
-                texts.append(text)
-                templates.append(template)
-        return nodes
+            return [self._node(None, guard.clause, bind) for guard in guards]
 
     def name(self, source, render) -> str:
-        """`source.name()` while this spelling is the active naming: a marker for a clause,
-        the text for a source spelling another source."""
-        if self._replay is not None:
-            return f"\0{next(self._replay)}\1"
+        """`source.name()` while this spelling is the active naming: the node's marker."""
         node = self._by_id.get(id(source))
         if node is None or self.sources[node] is not source:
-            outer = self._calls
-            self._calls = calls = []
-            try:
-                text = render(source)
-            finally:
-                self._calls = outer
-            node = self._by_id[id(source)] = len(self.sources)
-            self.sources.append(source)
-            self.renders.append(render)
-            self.calls.append(tuple(calls))
-            self.texts.append(text)
-            self.templates.append(None if calls else text)
-        calls = self._calls
-        calls.append(node)
-        return f"\0{node}\1" if calls is self._top else self.texts[node]
+            node = self._by_id[id(source)] = self._node(source, render, source)
+        self._calls.append(node)
+        return self.markers[node]
+
+    def _node(self, source, render, arg) -> int:
+        outer = self._calls
+        self._calls = calls = []
+        template = render(arg)  # if it raises, the build fails (InternalTracerError) and this tree goes
+        self._calls = outer
+        if not calls:
+            text = template
+        elif len(calls) == 1:
+            text = template.replace(self.markers[calls[0]], self.texts[calls[0]])
+        else:
+            text = template
+            markers, texts = self.markers, self.texts
+            for child in dict.fromkeys(calls):
+                text = text.replace(markers[child], texts[child])
+        node = len(self.sources)
+        self.sources.append(source)
+        self.calls.append(tuple(calls))
+        self.texts.append(text)
+        self.templates.append(template)
+        self.markers.append(f"\0{node}\1")
+        return node
 
     def shape(self) -> tuple:
-        """Everything the rendering of the guard function reads from this tree, before it
-        reads anything: each node's kind of source, text and the nodes it spells, and each
-        clause's template (a source's template follows from the other three)."""
+        """All that rendering the guard function reads from this tree: each node's kind of
+        source (none for a clause), text, template and the nodes it spells."""
         return (tuple(map(type, self.sources)), tuple(self.texts), tuple(self.calls), tuple(self.templates))
-
-    def template(self, node: int) -> str:
-        """The text of `node` with a marker for each node it spells: made when first asked,
-        by rendering its source once more, each source it spells answered by the node that
-        spelling was in the first rendering (spelling is deterministic: the same calls in the
-        same order, `DefaultSource` making a new `ItemSource` each time included)."""
-        template = self.templates[node]
-        if template is None:
-            self._replay = calls = iter(self.calls[node])
-            try:
-                with naming(namer=self):
-                    template = self.renders[node](self.sources[node])
-            finally:
-                self._replay = None
-            if next(calls, None) is not None:
-                raise AssertionError(f"{self.texts[node]!r} spelled fewer sources than when first spelled")
-            self.templates[node] = template
-        return template
 
     def read_counts(self, clauses: list[int]) -> tuple[dict, dict]:
         """How each text is read: ({text: [spellings by clauses themselves, the last clause
@@ -186,10 +161,10 @@ class Spelling:
         alias = aliases.get(self.texts[node])
         if alias is not None and self.sources[node] is not None:
             return alias
-        text = self.template(node)
+        text = self.templates[node]
         calls = self.calls[node]
         for child in (calls if len(calls) == 1 else dict.fromkeys(calls)):
-            text = text.replace(f"\0{child}\1", self.expand(child, touched, aliases))
+            text = text.replace(self.markers[child], self.expand(child, touched, aliases))
         return text
 
     def binding(self, node: int, touched: list[bool], aliases: dict, binding: dict, bound: set) -> str:
@@ -207,7 +182,7 @@ class Spelling:
             if alias is not None:
                 if alias in bound:
                     return alias
-                template = self.template(node)
+                template = self.templates[node]
                 if template[0] == "\0" and template.index("\1") == len(template) - 1:
                     # spelled as another node (`DefaultSource`): that node, the one the local is for
                     return self.binding(int(template[1:-1]), touched, aliases, binding, bound)
@@ -218,7 +193,7 @@ class Spelling:
     def _bind_inner(self, node: int, touched: list[bool], aliases: dict, binding: dict, bound: set) -> str:
         parts = self._parts.get(node)
         if parts is None:
-            parts = self._parts[node] = _MARKER.split(self.template(node))
+            parts = self._parts[node] = _MARKER.split(self.templates[node])
             for i in range(1, len(parts), 2):
                 parts[i] = int(parts[i])
         pieces = parts[:]
