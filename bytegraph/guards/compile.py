@@ -65,9 +65,9 @@ class CompiledGuards:
         spelling = Spelling()
         nodes = spelling.clauses(guards, binder)
         self.clauses = [spelling.texts[node] for node in nodes]
-        self.source, objects = _rendered(guards, spelling, nodes, argnames)
+        self.source, objects, code = _rendered(guards, spelling, nodes, argnames)
         scope = _scope(binder.values, f_globals, closure, self.source, objects)
-        exec(_code_of(self.source), scope)
+        exec(code, scope)
         self.fn = scope["__bg_guard"]
         self._scope = scope
 
@@ -244,23 +244,25 @@ _OBJECT_NAME = re.compile(r"__bg_obj_\d+")  # ObjectSource.name()
 # is then most of what is left, and it too is a function of the spelling tree alone: each
 # node's kind of source, text, template and the nodes it spells, each clause's guard kind, the
 # argument names (`Spelling.shape`; every object a clause binds is a name in its text). So the
-# rendered text is kept by that key as well (`_RENDERED`, as many): a capture of a program
-# rendered before spells its clauses once and renders nothing. The key holds strings and
-# tuples only, never the objects.
+# rendered text and its code are kept by that key as well (`_RENDERED`, as many): a capture of
+# a program rendered before spells its clauses once, and renders and compiles nothing. The key
+# holds strings and tuples only, never the objects.
 _CODE_CACHE: dict[str, object] = {}  # guard function text -> its code object, least recently used first
 _CODE_CACHE_SIZE = 64
 
 
-_RENDERED: dict[tuple, tuple] = {}  # spelling tree -> (function text, its numbered objects), least recently used first
+# spelling tree -> (function text, its numbered objects, its code), least recently used first
+_RENDERED: dict[tuple, tuple] = {}
 
 
 def _rendered(guards: list[Guard], spelling: Spelling, clauses: list[int], argnames: tuple[str, ...]) -> tuple:
-    """The guard function's text with its objects numbered, and the names numbered (as
-    `_numbered_objects`), rendered or kept (Note [Guard code cache])."""
+    """The guard function's text with its objects numbered, the names numbered (as
+    `_numbered_objects`) and its code, rendered and compiled or kept (Note [Guard code cache])."""
     key = (argnames, tuple([guard.kind for guard in guards]), *spelling.shape())
     rendered = _RENDERED.pop(key, None)
     if rendered is None:
-        rendered = _numbered_objects(_render(guards, spelling, clauses, argnames))
+        source, objects = _numbered_objects(_render(guards, spelling, clauses, argnames))
+        rendered = (source, objects, _code_of(source))
         if len(_RENDERED) >= _CODE_CACHE_SIZE:
             del _RENDERED[next(iter(_RENDERED))]
     _RENDERED[key] = rendered
