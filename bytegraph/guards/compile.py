@@ -64,12 +64,24 @@ class CompiledGuards:
         binder = _Binder()
         spelling = Spelling()
         nodes = spelling.clauses(guards, binder)
-        self.clauses = [spelling.texts[node] for node in nodes]
+        self._spelled = (spelling.calls, spelling.templates, spelling.markers, nodes)
+        self._clauses = None
         self.source, objects, code = _rendered(guards, spelling, nodes, argnames)
         scope = _scope(binder.values, f_globals, closure, self.source, objects)
         exec(code, scope)
         self.fn = scope["__bg_guard"]
         self._scope = scope
+
+    @property
+    def clauses(self) -> list[str]:
+        """Each guard's clause, spelled in full (made when first asked: most entries never miss)."""
+        if self._clauses is None:
+            calls, templates, markers, nodes = self._spelled
+            spelling = Spelling()
+            spelling.calls, spelling.templates, spelling.markers = calls, templates, markers
+            texts = spelling.texts
+            self._clauses = [texts[node] for node in nodes]
+        return self._clauses
 
     def first_failure(self, values: tuple) -> Guard | None:
         """The first guard that does not hold for the bound argument `values`, if any."""
@@ -242,11 +254,12 @@ _OBJECT_NAME = re.compile(r"__bg_obj_\d+")  # ObjectSource.name()
 # new entry's own scope, which binds every name to this capture's objects.
 # Rendering the text (deciding the shared paths, spelling the clauses again with their locals)
 # is then most of what is left, and it too is a function of the spelling tree alone: each
-# node's kind of source, text, template and the nodes it spells, each clause's guard kind, the
+# node's kind of source, template and the nodes it spells, each clause's guard kind, the
 # argument names (`Spelling.shape`; every object a clause binds is a name in its text). So the
 # rendered text and its code are kept by that key as well (`_RENDERED`, as many): a capture of
-# a program rendered before spells its clauses once, and renders and compiles nothing. The key
-# holds strings and tuples only, never the objects.
+# a program rendered before spells its clauses once, as templates, and renders and compiles
+# nothing; its clauses in full are made only if asked for (`CompiledGuards.clauses`: a miss
+# to explain). The key holds strings and tuples only, never the objects.
 _CODE_CACHE: dict[str, object] = {}  # guard function text -> its code object, least recently used first
 _CODE_CACHE_SIZE = 64
 

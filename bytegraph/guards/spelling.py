@@ -9,10 +9,11 @@ that read a shared path again with their locals in place. `Spelling` is the acti
 (`sources.naming(namer=...)`) while the clauses are spelled, once: every `name()` of a source
 answers a marker (`\\0N\\1` for node N), and the first time a source object is spelled its
 own text is rendered the same way, so each source is rendered once per build. A node records
-its source, its template (its text with the markers of the nodes it spells), its text in full
-(the template with each marker replaced by that node's text), and the nodes its rendering
-spelled, in order, repeats included (`calls`: what one spelling of it reads). A clause is a
-node too, with no source. Nodes are numbered in post-order (a node after every node it
+its source, its template (its text with the markers of the nodes it spells) and the nodes its
+rendering spelled, in order, repeats included (`calls`: what one spelling of it reads); its
+text in full (the template with each marker replaced by that node's text) is made only when
+asked for (`texts`: a program rendered before needs none). A clause is a node too, with no
+source. Nodes are numbered in post-order (a node after every node it
 spells), so one walk down the numbers meets every node after all that spell it
 (`read_counts`). The rest walks the tree: `reads` lists what a clause reads, `expand` and
 `binding` spell a node from its template with some texts read from locals; no clause or
@@ -38,15 +39,15 @@ class Spelling:
     """The spelling tree of one guard build (Note [Guard spelling tree]); the active naming
     while its clauses are spelled (`sources.naming(namer=...)`)."""
 
-    __slots__ = ("sources", "calls", "texts", "templates", "markers", "thread", "_by_id", "_calls", "_parts")
+    __slots__ = ("sources", "calls", "templates", "markers", "thread", "_texts", "_by_id", "_calls", "_parts")
 
     def __init__(self):
         self.sources: list = []  # node -> its source (None for a clause)
         self.calls: list[tuple] = []  # node -> the nodes its spelling spells, in order, repeats included
-        self.texts: list[str] = []  # node -> its text in full
         self.templates: list[str] = []  # node -> its text with a marker for each node it spells
         self.markers: list[str] = []  # node -> its marker
         self.thread = threading.get_ident()
+        self._texts: list[str] = []  # node -> its text in full, for the nodes made so far (`texts`)
         self._by_id: dict = {}  # id(source) -> node
         self._calls: list = []  # the nodes spelled so far by the rendering in progress
         self._parts: dict = {}  # node -> its template split at the markers: [literal, node, ..., literal]
@@ -69,27 +70,34 @@ class Spelling:
         self._calls = calls = []
         template = render(arg)  # if it raises, the build fails (InternalTracerError) and this tree goes
         self._calls = outer
-        if not calls:
-            text = template
-        elif len(calls) == 1:
-            text = template.replace(self.markers[calls[0]], self.texts[calls[0]])
-        else:
-            text = template
-            markers, texts = self.markers, self.texts
-            for child in dict.fromkeys(calls):
-                text = text.replace(markers[child], texts[child])
         node = len(self.sources)
         self.sources.append(source)
         self.calls.append(tuple(calls))
-        self.texts.append(text)
         self.templates.append(template)
         self.markers.append(f"\0{node}\1")
         return node
 
+    @property
+    def texts(self) -> list[str]:
+        """Each node's text in full: its template with each marker replaced by that node's
+        text (made when first asked: a program rendered before needs only its clauses')."""
+        texts = self._texts
+        markers, templates = self.markers, self.templates
+        for node in range(len(texts), len(templates)):
+            text = templates[node]
+            calls = self.calls[node]
+            if len(calls) == 1:
+                text = text.replace(markers[calls[0]], texts[calls[0]])
+            elif calls:
+                for child in dict.fromkeys(calls):
+                    text = text.replace(markers[child], texts[child])
+            texts.append(text)
+        return texts
+
     def shape(self) -> tuple:
         """All that rendering the guard function reads from this tree: each node's kind of
-        source (none for a clause), text, template and the nodes it spells."""
-        return (tuple(map(type, self.sources)), tuple(self.texts), tuple(self.calls), tuple(self.templates))
+        source (none for a clause), template and the nodes it spells (its text follows)."""
+        return (tuple(map(type, self.sources)), tuple(self.calls), tuple(self.templates))
 
     def read_counts(self, clauses: list[int]) -> tuple[dict, dict]:
         """How each text is read: ({text: [spellings by clauses themselves, the last clause
