@@ -134,7 +134,8 @@ class Spelling:
 
     def touched(self, shared: set) -> list[bool]:
         """For each node, whether its text is in `shared` or it spells (itself or through
-        what it spells) a node whose text is: what `expand` may spell other than in full."""
+        what it spells) a node whose text is: what `expand` may spell other than in full. The
+        walks below (`reads`, `expand`, `binding`) take this list, so `texts` are made by then."""
         touched = []
         texts = self.texts
         for node, calls in enumerate(self.calls):
@@ -152,7 +153,7 @@ class Spelling:
         what it spells), appended to `out`; not those whose text is in `aliases` (read from
         its local: nothing under it is read) or in `seen` (met before in this walk: what is
         under it was met too), nor what they spell."""
-        texts = self.texts
+        texts = self._texts
         for child in self.calls[node]:
             if touched[child]:
                 text = texts[child]
@@ -165,8 +166,8 @@ class Spelling:
     def expand(self, node: int, touched: list[bool], aliases: dict) -> str:
         """The text of `node` with each text in `aliases` (text -> local) spelled as its local."""
         if not touched[node]:
-            return self.texts[node]
-        alias = aliases.get(self.texts[node])
+            return self._texts[node]
+        alias = aliases.get(self._texts[node])
         if alias is not None and self.sources[node] is not None:
             return alias
         text = self.templates[node]
@@ -180,9 +181,9 @@ class Spelling:
         text)` where the text reaches it first, reading left to right, and as the local after
         (its local then added to `bound`)."""
         if not touched[node]:
-            return self.texts[node]
+            return self._texts[node]
         if self.sources[node] is not None:
-            text = self.texts[node]
+            text = self._texts[node]
             alias = aliases.get(text)
             if alias is not None:
                 return alias
