@@ -112,6 +112,7 @@ def test_a_path_no_clause_can_bind_is_read_by_a_statement(monkeypatch):
     import bytegraph.guards.compile as guard_compile
 
     monkeypatch.setattr(guard_compile, "_binds_first", lambda clause, new: False)
+    monkeypatch.setattr(guard_compile, "_RENDERED", {})  # rendered anew, not kept from another test
     fn = _scaled_item
     compiled, counter, kw, guards = _compile_scaled_item()
     assert "__bg_p0 = kw['x']\n" in guards.source and guards.source.count("kw['x']") == 1, guards.source

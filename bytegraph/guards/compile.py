@@ -12,16 +12,19 @@ guard of `kwargs['input_ids']` reads that item six times, and a transformers for
 globals are reached through the same six `__closure__` cells by dozens of clauses. The
 generated function therefore reads each path that clauses spell more than once (a source
 whose text is not a plain name) once, into a local `__bg_pN`, bound by the first clause
-that spells it, and every later spelling uses the local. The binding goes where that
-clause first spells the path (`type((__bg_p0 := kwargs['input_ids'])) is ...`) when the
-clause is sure to evaluate it there first: what precedes it is only names, calls and
-parentheses being opened, other bindings, or one constant's `in`/`not in`, and the clause
-has no conditional expression, comprehension or lambda (`_binds_first`; the guard's
-sources are spelled as markers first, `sources.binding_markers`, since a clause may spell
-its source's text several times). Otherwise (and for printed shape clauses) a statement
-`__bg_pN = path` right before the clause reads it, ending the `and` chain there. Either
-way the order of reads is kept: a clause reads its source before anything else, so the
-read moves at most to just before the clause (never before the guards of what it reads
+that spells it, and every later spelling uses the local (one text, one local: equal texts
+are the same expression over the same scope). Everything is decided on the spelling tree of
+the build (Note [Guard spelling tree] in guards/spelling.py): how often a path is read is
+counted there, the spellings inside one shared outer path counting once (`_shared`), and a
+clause that reads a shared path is spelled again from the tree with the locals in place,
+never rendered again. The binding goes where that clause first spells the path
+(`type((__bg_p0 := kwargs['input_ids'])) is ...`) when the clause is sure to evaluate it
+there first: what precedes it is only names, calls and parentheses being opened, other
+bindings, or one constant's `in`/`not in`, and the clause has no conditional expression,
+comprehension or lambda (`_binds_first`). Otherwise (and for printed shape clauses) a
+statement `__bg_pN = path` right before the clause reads it, ending the `and` chain there.
+Either way the order of reads is kept: a clause reads its source before anything else, so
+the read moves at most to just before the clause (never before the guards of what it reads
 through), and a path whose text uses a name that its clause binds with `:=` is not shared
 there. One `and` chain instead of a statement and an `if` per shared path is about a fifth
 less for `compile()` (hf_bart: 18.7k AST nodes -> 15.3k) and the same per call.
@@ -32,7 +35,8 @@ from __future__ import annotations
 import re
 
 from .guard import Guard, GuardKind
-from .sources import GENERIC_GETATTR, OBJECT_REFS, binding_markers, naming
+from .sources import GENERIC_GETATTR, OBJECT_REFS
+from .spelling import Spelling
 import torch
 import math
 
@@ -60,12 +64,26 @@ class CompiledGuards:
         self.guards = guards
         self.argnames = argnames
         binder = _Binder()
-        self.clauses, used = _clauses(guards, binder)
-        self.source, objects = _numbered_objects(_render(guards, self.clauses, used, binder, argnames))
+        spelling = Spelling()
+        nodes = spelling.clauses(guards, binder)
+        self._spelled = (spelling.calls, spelling.templates, spelling.markers, nodes)
+        self._clauses = None
+        self.source, objects, code = _rendered(guards, spelling, nodes, argnames)
         scope = _scope(binder.values, f_globals, closure, self.source, objects)
-        exec(_code_of(self.source), scope)
+        exec(code, scope)
         self.fn = scope["__bg_guard"]
         self._scope = scope
+
+    @property
+    def clauses(self) -> list[str]:
+        """Each guard's clause, spelled in full (made when first asked: most entries never miss)."""
+        if self._clauses is None:
+            calls, templates, markers, nodes = self._spelled
+            spelling = Spelling()
+            spelling.calls, spelling.templates, spelling.markers = calls, templates, markers
+            texts = spelling.texts
+            self._clauses = [texts[node] for node in nodes]
+        return self._clauses
 
     @classmethod
     def from_text(cls, source: str, values: dict, argnames: tuple[str, ...], f_globals: dict,
@@ -75,7 +93,7 @@ class CompiledGuards:
         `Guard` objects: `first_failure` cannot name the one that fails (None). `code`: the
         text's code object, as `code()` gave it (else the text is compiled)."""
         self = cls.__new__(cls)
-        self.guards, self.clauses, self.argnames, self.source = [], [], argnames, source
+        self.guards, self._clauses, self.argnames, self.source = [], [], argnames, source
         self.restored = True
         scope = _scope(values, f_globals, closure, source, {})
         exec(code if code is not None else _code_of(source), scope)
@@ -122,70 +140,53 @@ class CompiledGuards:
 UNREADABLE = object()  # `observed` of a guard whose source cannot be read now
 
 
-def _clauses(guards: list[Guard], bind) -> tuple[list[str], list[list]]:
-    """Each guard's clause, spelled in full, and the names it spells (innermost first:
-    `[source, text, the text spelling it or None]`, see `GuardNaming`)."""
-    clauses, used = [], []
-    with naming({}, record=True) as names:
-        for guard in guards:
-            names.used = []
-            clauses.append(guard.clause(bind))
-            used.append(names.used)
-    return clauses, used
-
-
 _WALRUS = re.compile(r"\b(\w+) :=")  # \b: a match is tried at word starts only, not inside each name
 _NAME = re.compile(r"__bg_\w+")
 
 
-def _render(guards: list[Guard], clauses: list[str], used: list[list], bind, argnames: tuple[str, ...]) -> str:
+def _render(guards: list[Guard], spelling: Spelling, clauses: list[int], argnames: tuple[str, ...]) -> str:
     """The guard function: the clauses joined by `and`, every shared path read once into a
     local, bound by the first clause that spells it or in a statement right before it
     (Note [Shared guard paths])."""
-    shared = _shared(clauses, used)
-    aliases: dict = {}  # source -> its local
-    bound: set = set()  # the texts of those sources
+    shared = _shared(spelling, clauses)
+    touched = spelling.touched(shared)
+    texts = spelling.texts
+    aliases: dict = {}  # the text of a shared path -> its local
     body: list[str] = []  # statements
     group: list[str] = []  # clauses since the last statement
-    with naming(aliases) as names:
-        for guard, clause, spelled in zip(guards, clauses, used):
-            hoisted = False
-            walrus = None
-            new: list = []  # (source, alias) of the paths this clause reads first
-            for source, text, _ in spelled:
-                if text not in shared:
-                    continue
-                hoisted = True
-                if text in bound:
-                    continue
-                if walrus is None:
-                    walrus = set(_WALRUS.findall(clause)) if ":=" in clause else ()
-                if walrus and walrus.intersection(_NAME.findall(text)):
-                    continue
-                bound.add(text)
-                new.append((source, f"__bg_p{len(aliases) + len(new)}"))
-            if not hoisted:
-                group.append(clause)
+    for guard, node in zip(guards, clauses):
+        clause = texts[node]
+        if not touched[node]:
+            group.append(clause)
+            continue
+        walrus = None
+        new: list = []  # (text, alias) of the paths this clause reads first
+        new_nodes: list = []  # their nodes
+        for read in spelling.reads(node, touched, aliases, set(), []):
+            text = texts[read]
+            if text not in shared:
                 continue
-            if new and guard.kind is not GuardKind.SHAPE:
-                names.binding.update(new)
-                rendered = guard.clause(bind)
-                names.binding.clear()
-                if len(names.bound_text) == len(new):
-                    rendered = binding_markers(rendered, names.bound_text)
-                names.bound_text.clear()
-                if _binds_first(rendered, new):
-                    aliases.update(new)
-                    group.append(rendered)
-                    continue
-            for source, alias in new:
-                if group:
-                    body.append(f"if not {_conjunction(group)}: return False")
-                    group = []
-                expression = source.name()
-                aliases[source] = alias
-                body.append(f"{alias} = {expression}")
-            group.append(guard.clause(bind))
+            if walrus is None:
+                walrus = set(_WALRUS.findall(clause)) if ":=" in clause else ()
+            if walrus and walrus.intersection(_NAME.findall(text)):
+                continue
+            new.append((text, f"__bg_p{len(aliases) + len(new)}"))
+            new_nodes.append(read)
+        if new and guard.kind is not GuardKind.SHAPE:
+            done: set = set()
+            rendered = spelling.binding(node, touched, aliases, dict(new), done)
+            if len(done) == len(new) and _binds_first(rendered, new):
+                aliases.update(new)
+                group.append(rendered)
+                continue
+        for (text, alias), read in zip(new, new_nodes):
+            if group:
+                body.append(f"if not {_conjunction(group)}: return False")
+                group = []
+            expression = spelling.expand(read, touched, aliases)
+            aliases[text] = alias
+            body.append(f"{alias} = {expression}")
+        group.append(spelling.expand(node, touched, aliases))
     body.append(f"return {_conjunction(group)}" if group else "return True")
     statements = "\n        ".join(body)
     return (f"def __bg_guard({', '.join(argnames)}):\n"
@@ -215,33 +216,31 @@ def _binds_first(clause: str, new: list) -> bool:
     return True
 
 
-def _shared(clauses: list[str], used: list[list]) -> set:
+def _shared(spelling: Spelling, clauses: list[int]) -> set:
     """The texts of the sources worth a local: read (spelled not as a plain name, not binding
     one) more than once, where the spellings inside one shared outer path count once (it is
     read once); outer paths are decided first (a source's text is longer than that of every
     source it reads through). A clause may spell its own source several times
     (`type(s) is F and s.__code__ is C`): counted in the clause's text when that clause is
     the only one spelling it (a text spelled by two is read twice whatever the counts)."""
-    outers: dict = {}  # text -> [times a clause spells it, the last such clause, the texts spelling it]
-    for clause, names in zip(clauses, used):
-        for _, text, outer in names:
-            entry = outers.get(text)
-            if entry is None:
-                entry = outers[text] = [0, None, []]
-            if outer is None:
-                entry[0] += 1
-                entry[1] = clause
-            else:
-                entry[2].append(outer)
-    candidates = []  # (text, its reads by clauses, the texts spelling it)
-    for text, (top, clause, within) in outers.items():
-        if top == 1:
-            top = clause.count(text)
-        if top + len(within) > 1 and ":=" not in text and not text.isidentifier():
-            candidates.append((text, top, within))
+    top, within = spelling.read_counts(clauses)
+    texts = spelling.texts
+    candidates = []  # (text, its reads by clauses, {the texts spelling it: how many times})
+    for text, outers in within.items():
+        reads, clause = top.pop(text, (0, None))
+        if reads == 1:
+            reads = texts[clause].count(text)
+        if ":=" not in text and not text.isidentifier():
+            candidates.append((text, reads, outers))  # whether it is read twice: decided below
+    for text, (reads, clause) in top.items():
+        if reads == 1:
+            reads = texts[clause].count(text)
+        if reads > 1 and ":=" not in text and not text.isidentifier():
+            candidates.append((text, reads, {}))
     shared: set = set()
-    for text, top, within in sorted(candidates, key=lambda c: len(c[0]), reverse=True):
-        reads = top + len(within) - sum(map(shared.__contains__, within)) + len(shared.intersection(within))
+    for text, reads, outers in sorted(candidates, key=lambda c: len(c[0]), reverse=True):
+        for outer, times in outers.items():
+            reads += 1 if outer in shared else times
         if reads > 1:
             shared.add(text)
     return shared
@@ -280,8 +279,34 @@ _BOUND_NAME = re.compile(r"\b__bg_[ko]\d+\b")  # the names `_Binder` and `_numbe
 # is numbered already, `_Binder`), so equal programs give equal texts, and the code object of
 # a text is kept (the last `_CODE_CACHE_SIZE` texts). A kept code object is executed in the
 # new entry's own scope, which binds every name to this capture's objects.
+# Rendering the text (deciding the shared paths, spelling the clauses again with their locals)
+# is then most of what is left, and it too is a function of the spelling tree alone: each
+# node's kind of source, template and the nodes it spells, each clause's guard kind, the
+# argument names (`Spelling.shape`; every object a clause binds is a name in its text). So the
+# rendered text and its code are kept by that key as well (`_RENDERED`, as many): a capture of
+# a program rendered before spells its clauses once, as templates, and renders and compiles
+# nothing; its clauses in full are made only if asked for (`CompiledGuards.clauses`: a miss
+# to explain). The key holds strings and tuples only, never the objects.
 _CODE_CACHE: dict[str, object] = {}  # guard function text -> its code object, least recently used first
 _CODE_CACHE_SIZE = 64
+
+
+# spelling tree -> (function text, its numbered objects, its code), least recently used first
+_RENDERED: dict[tuple, tuple] = {}
+
+
+def _rendered(guards: list[Guard], spelling: Spelling, clauses: list[int], argnames: tuple[str, ...]) -> tuple:
+    """The guard function's text with its objects numbered, the names numbered (as
+    `_numbered_objects`) and its code, rendered and compiled or kept (Note [Guard code cache])."""
+    key = (argnames, tuple([guard.kind for guard in guards]), *spelling.shape())
+    rendered = _RENDERED.pop(key, None)
+    if rendered is None:
+        source, objects = _numbered_objects(_render(guards, spelling, clauses, argnames))
+        rendered = (source, objects, _code_of(source))
+        if len(_RENDERED) >= _CODE_CACHE_SIZE:
+            del _RENDERED[next(iter(_RENDERED))]
+    _RENDERED[key] = rendered
+    return rendered
 
 
 def _numbered_objects(source: str) -> tuple[str, dict]:

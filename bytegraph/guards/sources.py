@@ -54,102 +54,37 @@ class Source:
 
 
 class GuardNaming:
-    """While active (`naming`), every `name()` of a `source_class` source answers `aliases[source]`
-    when it has one (a source in `binding` answers a marker for its alias: `binding_markers`);
-    with `record`, every other name spelled is appended to `used`, innermost
-    first, as `[source, text, the text of the name spelling it or None]`: how the guard
-    compiler finds the paths several clauses spell (Note [Shared guard paths] in
-    guards/compile.py). Guards are compiled under the compile lock, so one is active at a time;
-    it answers only the thread that made it (another thread's messages spell names in full).
+    """While active (`naming`), every `name()` of a `source_class` source answers
+    `aliases[source]` when it has one, else its own text. Any object with a `thread` and a
+    `name(source, render)` (`render(source)` spells the source) can be the active naming
+    instead (the guard compiler's spelling tree, Note [Guard spelling tree] in
+    guards/spelling.py). Guards are compiled under the compile lock, so one is active at a
+    time; it answers only the thread that made it (another thread's messages spell names in
+    full)."""
 
-    Note [Names spelled once per guard build]
-    A model's guards spell the same sources hundreds of times (every parameter's clause spells
-    its module's path, ten sources deep), so a recording naming without aliases (the guard
-    compiler's first pass) renders each source once and answers later spellings from
-    `_spelled`: keyed by the source's identity, holding the source itself (so the key cannot
-    be reused by another object while the naming lives; identity, not equality, because equal
-    sources may spell differently: `d[1]` and `d[True]`), with its text and the names spelled
-    under it (what `record` appends again). Without aliases a source's text depends only on
-    its own fields, which are frozen. With aliases (the second pass) nothing is memoized: the
-    text depends on which sources have aliases, and that pass spells few names twice."""
+    __slots__ = ("aliases", "thread")
 
-    __slots__ = ("aliases", "binding", "bound_text", "record", "thread", "used", "_spelling", "_spelled")
-
-    def __init__(self, aliases: dict, record: bool):
+    def __init__(self, aliases: dict):
         self.thread = threading.get_ident()
         self.aliases = aliases
-        self.binding: dict = {}  # source -> alias, spelled as a marker (`binding_markers`)
-        self.bound_text: dict = {}  # alias -> the text of its source
-        self.record = record
-        self.used: list = []
-        self._spelling: list = []  # for each name being spelled, the names it spelled so far
-        self._spelled: dict = {}  # id(source) -> (source, text, names spelled under it)
 
     def name(self, source: "Source", render) -> str:
-        aliases = self.aliases
-        if aliases:
-            alias = aliases.get(source)
-            if alias is not None:
-                return alias
-        if self.binding:
-            alias = self.binding.get(source)
-            if alias is not None:
-                if alias not in self.bound_text:
-                    self.bound_text[alias] = render(source)
-                return f"\0{alias}\0"
-        if not self.record:
-            return render(source)
-        used = self.used
-        spelled = None if aliases else self._spelled.get(id(source))
-        if spelled is not None and spelled[0] is source:
-            text = spelled[1]
-            used.extend(spelled[2])
-        else:
-            start = len(used)
-            inner: list = []
-            self._spelling.append(inner)
-            text = render(source)
-            self._spelling.pop()
-            for node in inner:
-                node[2] = text
-            if not aliases:
-                self._spelled[id(source)] = (source, text, tuple(used[start:]))
-        node = [source, text, None]
-        used.append(node)
-        if self._spelling:
-            self._spelling[-1].append(node)
-        return text
+        alias = self.aliases.get(source)
+        return render(source) if alias is None else alias
 
 
-def binding_markers(text: str, bound_text: dict) -> str:
-    """`text` spelled with `GuardNaming.binding`, with the first marker of each alias read as
-    `(alias := the text of its source)` and every later one as the alias (the text of a
-    source may hold the markers of the sources it reads through: read in place, in order)."""
-    done: set = set()
-    at = text.find("\0")
-    while at >= 0:
-        end = text.index("\0", at + 1)
-        alias = text[at + 1:end]
-        if alias in done:
-            text = text[:at] + alias + text[end + 1:]
-        else:
-            done.add(alias)
-            text = f"{text[:at]}({alias} := {bound_text[alias]}){text[end + 1:]}"
-        at = text.find("\0", at)
-    return text
-
-
-_naming: GuardNaming | None = None
+_naming = None  # the active naming: a GuardNaming or another object with `thread` and `name`
 _get_ident = threading.get_ident
 
 
 class naming:
-    """`with naming(aliases, record) as n:` makes `n` (a GuardNaming) active."""
+    """`with naming(aliases) as n:` makes `n` (a GuardNaming) active; `naming(namer=n)` makes
+    `n` active."""
 
-    def __init__(self, aliases: dict, record: bool = False):
-        self.active = GuardNaming(aliases, record)
+    def __init__(self, aliases: dict | None = None, namer=None):
+        self.active = GuardNaming(aliases) if namer is None else namer
 
-    def __enter__(self) -> GuardNaming:
+    def __enter__(self):
         global _naming
         self.outer, _naming = _naming, self.active
         return self.active
@@ -165,7 +100,7 @@ def source_class(cls):
     (guards, tracked values, residual code), and the generated hash re-hashes the whole
     path on every call. The slot starts as None (set by `__init__`): an unset slot
     would raise AttributeError at the first hash, and a capture makes thousands of
-    sources. Its `name()` answers to an active `GuardNaming`."""
+    sources. Its `name()` answers to the active naming (`GuardNaming`)."""
     cls = dataclass(frozen=True, slots=True)(cls)
     cls.__init__ = _frozen_init(cls)
     fields_hash = cls.__hash__
