@@ -6,6 +6,8 @@ recompiling; `barrier`, `async_op=True` and a group the rank is not in run eager
 with their reason. Without a process group, eager's error."""
 from __future__ import annotations
 
+import time
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -81,7 +83,9 @@ def test_without_a_process_group_eager_error():
 
 def _hangs(rank, world):
     if rank == 0:
-        dist.barrier()  # rank 1 never joins
+        dist.barrier()  # rank 1 never joins it
+    else:
+        time.sleep(600)  # alive, so rank 0 waits instead of seeing its connection drop
     return rank
 
 
