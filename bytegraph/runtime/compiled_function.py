@@ -49,7 +49,7 @@ _MISSING = _Missing()
 # re-entrant because compiling can create wrappers (`compile_callee`). Only misses take it:
 # the wrapper's per-call path (its guards and entries) never does.
 COMPILE_LOCK = threading.RLock()
-# `_callee_key(function, backend)` -> the compiled wrapper residual code calls for it (a resume
+# (code, globals, backend) or (id(function), id(backend)) -> the compiled wrapper residual code calls for it (a resume
 # function, a graph-broken callee); owned by the `callees` of the compiled functions whose
 # residual code calls it, so a wrapper (and the function it keeps) lives only as long as a
 # caller does.
@@ -78,6 +78,8 @@ class _CalleeCompiler:
     def __call__(self, fn: types.FunctionType):
         try:
             return self.compiled().compile_callee(fn)
+        except RecursionError:  # the user's recursion ran out of stack here: as eager, it propagates
+            raise
         except Exception as e:  # logged, never hidden: the callee is correct uncompiled
             logger("graph_breaks").warning("bytegraph internal error while compiling %s; it runs eagerly:\n%s",
                                            fn.__qualname__, "".join(traceback.format_exception(e)))
@@ -241,7 +243,15 @@ class CompiledFunction:
     def compile_callee(self, fn: types.FunctionType):
         """The bytegraph wrapper (same backend) for a callee or resume function that the
         residual code of a graph break calls."""
-        key = _callee_key(fn, self.backend)
+        # A function without cells or defaults does what its code and globals say, whichever
+        # object it is: its wrapper is kept by those (the functions a `def` makes on every run of
+        # its frame share one wrapper and its entries); any other function's by its identity (the
+        # wrapper keeps `fn` alive, so the id stays its own). Spelled inline: a deep recursion
+        # through residual calls must overflow where eager's does, not in a helper's frame.
+        if fn.__closure__ is None and fn.__defaults__ is None and fn.__kwdefaults__ is None:
+            key = (fn.__code__, id(fn.__globals__), id(self.backend))
+        else:
+            key = (id(fn), id(self.backend))
         wrapper = self.callees.get(key)
         if wrapper is None:
             with COMPILE_LOCK:
@@ -491,16 +501,6 @@ class CompiledFunction:
             code_log.debug("original bytecode of %s:\n%s\ntransformed bytecode:\n%s", self.code.co_qualname,
                            dis.Bytecode(self.code).dis(), dis.Bytecode(entry.fn.__code__).dis())
         logger("perf").debug("captured %s in %.2f ms", self.code.co_qualname, entry.capture_seconds * 1e3)
-
-
-def _callee_key(fn: types.FunctionType, backend) -> tuple:
-    """What the wrapper of a callee is kept by. A function without cells or defaults does what
-    its code and globals say, whichever object it is: its key is those (the functions a `def`
-    makes on every run of its frame share one wrapper and its entries); any other function's
-    is its identity (the wrapper keeps `fn` alive, so the id stays its own)."""
-    if fn.__closure__ is None and fn.__defaults__ is None and fn.__kwdefaults__ is None:
-        return (fn.__code__, id(fn.__globals__), id(backend))
-    return (id(fn), id(backend))
 
 
 def _same_cells(a, b) -> bool:
