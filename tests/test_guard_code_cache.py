@@ -10,6 +10,7 @@ from bytegraph.guards.compile import CompiledGuards
 from bytegraph.guards.guard import Guard, GuardKind
 from bytegraph.guards.sources import AttrSource, ObjectSource
 from helpers import CompileCounter
+from support.small_models import Scaled
 
 
 class Box:
@@ -37,17 +38,6 @@ def test_the_cache_keeps_the_most_recent_texts(monkeypatch):
     assert list(guard_compile._CODE_CACHE) == texts[1:]
     assert guard_compile._code_of(texts[2]) is codes[2]
     assert guard_compile._code_of(texts[0]) is not codes[0]  # evicted, compiled again
-
-
-class Scaled(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        torch.manual_seed(0)
-        self.lin = torch.nn.Linear(4, 4)
-        self.scale = 2
-
-    def forward(self, x):
-        return self.lin(x).relu() * self.scale
 
 
 def test_two_instances_of_a_model_each_keep_their_guards():

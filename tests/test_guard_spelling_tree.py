@@ -14,6 +14,7 @@ from bytegraph.guards.guard import Guard, GuardKind
 from bytegraph.guards.sources import AttrSource, DefaultSource, GlobalSource, LocalSource
 from bytegraph.guards.spelling import Spelling
 from helpers import CompileCounter
+from support.small_models import Scaled
 
 
 class Holder:
@@ -107,17 +108,6 @@ def test_a_default_spelled_as_its_item_shares_the_local():
         return cfg
 
     assert not compiled.fn(other) and compiled.first_failure((other,)) is guards[0]
-
-
-class Scaled(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        torch.manual_seed(0)
-        self.lin = torch.nn.Linear(4, 4)
-        self.scale = 2
-
-    def forward(self, x):
-        return self.lin(x).relu() * self.scale
 
 
 def test_a_program_rendered_before_is_not_rendered_again(monkeypatch):
