@@ -1,9 +1,11 @@
 """Repeated blocks traced once (`config.reuse_repeated_blocks`, Note [Repeated blocks] in
-vars/repeated_blocks.py): a later call of a module class replays the first call's recorded ops
-only where a fresh trace would have recorded the same ones. Differential (eager vs compiled,
-outputs and gradients), plus the graph with the switch on equals the plain trace's node for
-node, and `counters["blocks"]["reused"]` says whether a block's bytecode was traced again."""
+vars/repeated_blocks.py): a later call of a module class calls the first call's recorded ops
+(a body graph) only where a fresh trace would have recorded the same ones. Differential (eager
+vs compiled, outputs and gradients), plus the graph with the switch on, every call of a body
+inlined, equals the plain trace's op for op, and `counters["blocks"]["reused"]` says whether a
+block's bytecode was traced again."""
 import collections
+import operator
 
 import pytest
 import torch
@@ -67,8 +69,8 @@ def _run(model, x):
 
 
 def _graph_text(monkeypatch, fn, *args, reuse: bool) -> tuple:
-    """(op, name, target, args) of every node of the one graph `fn` compiles to, and its
-    guards (what each checks; the no-aliasing ones as sets of sources)."""
+    """The one graph `fn` compiles to, as `_inlined`, the number of calls of block bodies
+    in it, and its guards (what each checks; the no-aliasing ones as sets of sources)."""
     config.reuse_repeated_blocks = reuse
     bytegraph.reset()
     counter = CompileCounter()
@@ -83,21 +85,57 @@ def _graph_text(monkeypatch, fn, *args, reuse: bool) -> tuple:
     bytegraph.compile(fn, backend=counter, fullgraph=True)(*args)
     monkeypatch.setattr(OutputGraph, "finish_guards", finish_guards)
     assert counter.frame_count == 1
-    nodes = [(n.op, n.name, str(n.target), str(n.args), str(n.kwargs),
-              tuple(n.meta["example_value"].shape) if isinstance(n.meta.get("example_value"), torch.Tensor) else None)
-             for n in counter.graphs[0].graph.nodes]
+    gm = counter.graphs[0]
+    calls = sum(1 for n in gm.graph.nodes if n.op == "call_module")
     guards = collections.Counter(
         (g.kind, frozenset(s.describe() for s in g.expected)) if g.kind is GuardKind.NO_ALIASING
         else (g.kind, g.describe()) for g in finished[-1])
-    return nodes, guards
+    return _inlined(gm), calls, guards
+
+
+def _inlined(gm) -> tuple:
+    """(inputs, ops, outputs) of a graph module with every call of a body inlined: the inputs'
+    names and shapes in order, each op as (op, target, args, kwargs, shape) with a node
+    argument spelled as the input's name or the number of the op that made it."""
+    inputs, ops = [], []
+
+    def shape(node):
+        value = node.meta.get("example_value")
+        return tuple(value.shape) if isinstance(value, torch.Tensor) else None
+
+    def walk(module, spelled: dict):
+        for node in module.graph.nodes:
+            if node.op == "placeholder":
+                if node not in spelled:  # the root graph's inputs
+                    inputs.append((node.name, shape(node)))
+                    spelled[node] = ("input", node.name)
+            elif node.op == "output":
+                return torch.fx.map_arg(node.args[0], spelled.__getitem__)
+            elif node.op == "call_module":
+                body = getattr(module, node.target)
+                params = [n for n in body.graph.nodes if n.op == "placeholder"]
+                assert len(params) == len(node.args)
+                spelled[node] = walk(body, {p: spelled[a] if isinstance(a, torch.fx.Node) else a
+                                            for p, a in zip(params, node.args)})
+            elif node.op == "call_function" and node.target is operator.getitem \
+                    and node.args[0].op == "call_module":
+                spelled[node] = spelled[node.args[0]][node.args[1]]
+            else:
+                ops.append((node.op, str(node.target), str(torch.fx.map_arg(node.args, spelled.__getitem__)),
+                            str(torch.fx.map_arg(node.kwargs, spelled.__getitem__)), shape(node)))
+                spelled[node] = ("op", len(ops) - 1)
+        raise AssertionError("a graph without output")
+
+    outputs = walk(gm, {})
+    return inputs, ops, str(outputs)
 
 
 def _assert_same_graph(monkeypatch, fn, *args) -> None:
-    plain_nodes, plain_guards = _graph_text(monkeypatch, fn, *args, reuse=False)
+    plain, plain_calls, plain_guards = _graph_text(monkeypatch, fn, *args, reuse=False)
     bytegraph.counters.clear()
-    nodes, guards = _graph_text(monkeypatch, fn, *args, reuse=True)
-    assert _reused() > 0
-    assert nodes == plain_nodes
+    graph, calls, guards = _graph_text(monkeypatch, fn, *args, reuse=True)
+    assert _reused() > 0 and calls > 0 and plain_calls == 0
+    assert graph == plain
     assert guards == plain_guards  # a replay guards exactly what a fresh trace of the block does
 
 
@@ -357,6 +395,40 @@ def test_switch_off_never_reuses():
     assert _reused() == 0
 
 
+class TwoLinears(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(8, 8)
+        self.b = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.relu(self.b(torch.relu(self.a(x)))) + x
+
+
+def test_each_replayed_block_is_one_call_of_one_body():
+    """Blocks 1-3 call the body recorded from block 0; the `Linear`s inside block 0 (the second
+    a replay of the first) are inlined into that body, so it calls no other body."""
+    torch.manual_seed(0)
+    counter = CompileCounter()
+    check(_run, Stack([TwoLinears() for _ in range(4)]), torch.randn(2, 8, requires_grad=True), backend=counter,
+          graphs=1)
+    gm = counter.graphs[0]
+    calls = [n for n in gm.graph.nodes if n.op == "call_module"]
+    assert len(calls) == 4  # block 0's second Linear, blocks 1, 2 and 3
+    assert len({n.target for n in calls[1:]}) == 1 and calls[0].target != calls[1].target
+    body = getattr(gm, calls[1].target)
+    assert not [n for n in body.graph.nodes if n.op == "call_module"]
+    assert sum(1 for n in body.graph.nodes if n.op == "placeholder") == 5  # 4 parameters and x
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.slow)])
+def test_bodies_under_aot_autograd(backend):
+    torch.manual_seed(0)
+    check(_run, Stack([TwoLinears() for _ in range(3)]), torch.randn(2, 8, requires_grad=True), backend=backend,
+          rtol=1e-5, atol=1e-5)
+    assert _reused() >= 2
+
+
 # ---- the tiny Llama of the issue -------------------------------------------------------------
 
 transformers = pytest.importorskip("transformers")
@@ -381,6 +453,11 @@ def test_tiny_llama_24_layers_graph_and_guards_equal_the_plain_trace(monkeypatch
 def test_tiny_llama_24_layers_outputs_and_gradients_equal_eager():
     check(_llama_run, _llama(24), torch.randint(0, 99, (2, 8)), graphs=1)
     assert _reused() >= 23
+
+
+def test_tiny_llama_under_aot_autograd_outputs_and_gradients_equal_eager():
+    check(_llama_run, _llama(4), torch.randint(0, 99, (2, 8)), backend="aot_eager", rtol=1e-5, atol=1e-5)
+    assert _reused() >= 3
 
 
 class InPlace(Block):

@@ -206,6 +206,28 @@ def lookup(fake_mode, key, args: tuple, kwargs: dict, shapes=None) -> FakeTensor
     return result
 
 
+def result_spec(example) -> tuple | None:
+    """What `refresh` needs to make a result like the static fake `example` anew (its
+    metadata), or None when it cannot be made so: as `remember` decides, not at storage
+    offset 0, a leaf that requires grad, a view made under no_grad (and symbolic sizes)."""
+    if type(example) is not FakeTensor or example._has_symbolic_sizes_strides:
+        return None
+    if (example.requires_grad and example.is_leaf) or (example._is_view() and not torch.is_grad_enabled()):
+        return None
+    sizes = _metadata(example)
+    if sizes is None:
+        return None
+    return (*sizes, example.dtype, example.device, None, (), example.requires_grad)
+
+
+def refresh(fake_mode, spec: tuple, grad_input) -> FakeTensor:
+    """A new fake result of `result_spec`'s `spec`, with autograd history from `grad_input`
+    (a fake that requires grad) when it requires grad."""
+    if not spec[-1]:
+        return _allocate(fake_mode, spec)
+    return _FreshResult.apply(fake_mode, spec, grad_input)
+
+
 def remember(key, args: tuple, kwargs: dict, result, lesson: tuple = ()) -> None:
     """Record `result`'s metadata if it is memoizable (see the module docstring), with what
     the call taught the ShapeEnv."""

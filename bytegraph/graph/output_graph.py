@@ -507,10 +507,12 @@ class OutputGraph:
         """Whether the real tensor `real` is already a graph input."""
         return id(real) in self._input_by_id
 
-    @staticmethod
-    def replayable_node(node: torch.fx.Node) -> bool:
-        """Whether `node` is an op a replay may copy: a call that writes none of its arguments in
-        place and changes no global state (the grad mode)."""
+    def replayable_node(self, node: torch.fx.Node) -> bool:
+        """Whether `node` is an op a block's body may hold: a call that writes none of its
+        arguments in place and changes no global state (the grad mode), or the call of a
+        block body (a replay inside the window)."""
+        if node.op == "call_module":
+            return self.is_block_body(node.target)
         if node.op not in ("call_function", "call_method") or node.target is torch._C._set_grad_enabled \
                 or "out" in node.kwargs:
             return False
@@ -524,16 +526,40 @@ class OutputGraph:
         name = getattr(node.target, "__name__", "")
         return not (name[-1:] == "_" and name[:2] != "__")
 
-    def replay_node(self, tx, node: torch.fx.Node, env: dict) -> torch.fx.Node:
-        """A copy of recorded op `node` in the root graph, its node arguments mapped through
-        `env` (old node -> new node; others stay), run on the new arguments' fake values."""
-        args = torch.fx.map_arg(node.args, lambda n: env.get(n, n))
-        kwargs = torch.fx.map_arg(node.kwargs, lambda n: env.get(n, n))
-        example = self._run_fake(tx, node.op, node.target, _example_of(args), _example_of(kwargs))
-        new = self.add_node(node.op, node.target, args, kwargs)
-        new.meta["example_value"] = example
-        new.meta["bg_frames"] = node.meta.get("bg_frames")
-        return new
+    def add_block_body(self, graph: torch.fx.Graph) -> str:
+        """Register a recorded block's body graph (`block_<n>`) and return its name."""
+        return self.add_submodule(_BLOCK_PREFIX, graph)
+
+    def is_block_body(self, name: str) -> bool:
+        return name.rpartition("_")[0] == _BLOCK_PREFIX and name in self.submodules
+
+    def hop_bodies(self) -> int:
+        """How many higher-order-op bodies the capture made (block bodies not counted)."""
+        return sum(1 for name in self.submodules if name.rpartition("_")[0] != _BLOCK_PREFIX)
+
+    @staticmethod
+    def block_result_spec(example) -> tuple | None:
+        """What `call_block` needs to make a block result like `example` anew (None: it cannot)."""
+        return fake_memo.result_spec(example)
+
+    def call_block(self, tx, name: str, args: tuple, specs: list) -> list:
+        """The call of block body `name` on `args` (nodes and constants), its results made
+        from `block_result_spec`s `specs` (not by running the body on fake values): one
+        `call_module` node and a `getitem` node per result, which this returns."""
+        grad_input = next((n.meta["example_value"] for n in args if type(n) is torch.fx.Node
+                           and n.meta["example_value"].requires_grad), None)
+        examples = [fake_memo.refresh(self.fake_mode, spec, grad_input) for spec in specs]
+        frames = tx.frames()
+        call = self.add_node("call_module", name, args)
+        call.meta["example_value"] = tuple(examples)
+        call.meta["bg_frames"] = frames
+        results = []
+        for i, example in enumerate(examples):
+            node = self.add_node("call_function", operator.getitem, (call, i))
+            node.meta["example_value"] = example
+            node.meta["bg_frames"] = frames
+            results.append(node)
+        return results
 
     def _before_inplace(self, written: list) -> None:
         """An in-place method (`x.add_()`, `x.unsqueeze_()`, `torch._foreach_mul_(xs, 2)`), `out=` op or
@@ -542,6 +568,9 @@ class OutputGraph:
         for vt in written:
             if vt.is_tensor:
                 self.side_effects.mutate(vt, replay=False)
+
+
+_BLOCK_PREFIX = "block"  # the names of recorded blocks' bodies (vars/repeated_blocks.py)
 
 
 def _guard_key(kind: GuardKind, source, expected) -> tuple:

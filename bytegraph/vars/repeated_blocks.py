@@ -51,25 +51,41 @@ trace would have given trackers distinct from every tracked object when anything
 (`SideEffects.keep_distinct`), so the entry is guarded exactly as a fresh trace of the new
 module would guard it (the tests compare the two guard sets); it refuses if a new
 parameter is already a graph input or two are one tensor (a fresh trace would share the
-placeholder and guard that, which the window did not); it copies the window's nodes in order,
-each parameter's placeholder where it was read, the inputs and parameters mapped in, every op
-run again on the new fake values (no fake tensor of the first call is handed out), and
-rebuilds the result from the copies. Anything else traces the call normally (and records
-it). `bytegraph.counters["blocks"]` counts "recorded", "reused" and "traced" calls; why a
+placeholder and guard that, which the window did not), adds the new module's parameters and
+buffers as graph inputs in the order the window read them, and calls the window's body.
+
+The body: at the first replay, the window's nodes are copied into a graph of their own
+(registered with the capture as `block_<n>`, a `call_module` target like a higher-order op's
+body), whose inputs are the window's parameters and buffers, its tensor arguments and the
+nodes of the capture it used from outside (read through objects the modules share), and
+whose outputs are the result's tensors; a call of another body inside the window (a replay
+within the first call) is inlined into it, so a replayed block costs the root graph one
+`call_module` node and a `getitem` per result, and a module call at run time. The result's
+fake values are made from the window's results' metadata (`OutputGraph.block_result_spec`,
+the fake memo's rule: a result that requires grad gets autograd history, a view made under
+no_grad or a result at a storage offset refuses the record), not by running the body. The
+first call's own ops stay in the root graph. Every call of a body inlined, the graph holds
+the ops a plain trace records, in its order (tests/test_repeated_blocks.py compares them);
+the backend gets the bodies as submodules of the GraphModule (AOT autograd and inductor
+trace through them). Anything else traces the call normally (and records it).
+`bytegraph.counters["blocks"]` counts "recorded", "reused" and "traced" calls; why a
 replay or a record was refused is logged on the `perf` topic.
 
 Limits: a block that writes state (a KV cache: pass `use_cache=False`), one whose input is a
 tensor read from outside, a list, a dict or an object, whose result holds anything but tensors,
 constants and tuples, or that traces under symbolic sizes, autocast or a higher-order op is
 traced every time; so is a module called a second time (weight sharing), which was read by
-its first call.
+its first call. A graph that calls bodies is not written to the capture cache (submodules,
+runtime/graph_store.py).
 """
 from __future__ import annotations
 
 import dataclasses
 import logging
+import operator
 
 import torch
+import torch.fx
 
 from .. import config
 from ..guards.guard import Guard, GuardKind
@@ -145,7 +161,7 @@ def _ambient(tx) -> tuple:
         raise _Refused("the capture uses autocast")
     if output.grad_flags:
         raise _Refused("the trace changed requires_grad flags")
-    return output.grad_enabled, len(output.submodules), tuple(map(id, output.contexts))
+    return output.grad_enabled, output.hop_bodies(), tuple(map(id, output.contexts))
 
 
 def _module_alias(module_vt) -> int:
@@ -387,6 +403,11 @@ class _Start:
         input_tensors = [vt.example for _, vt in inputs] + [leaf.example for leaf in _tensor_leaves(self.leaves)]
         storages = {t.untyped_storage()._cdata for t in input_tensors}
         _check_result(result, window, storages)
+        outputs = list(dict.fromkeys(_result_nodes(result, [])))
+        specs = [output.block_result_spec(node.meta["example_value"]) for node in outputs]
+        if None in specs:
+            raise _Refused("a result cannot be made anew from its metadata (a view made under no_grad, "
+                           "an offset into a storage)")
         aliases = range(self.aliases, output.guard_aliases)
         # the guards about the module, spelled over its own alias names: the template a
         # replay checks (with those names bound to the new module) and then re-roots
@@ -403,7 +424,8 @@ class _Start:
         distinct = [vt.source for vt in output.side_effects.remembered_since(self.remembered)
                     if vt.source is not None and vt.replay_phase != REPLAY_CELL and _under(vt.source, module_vt)]
         return BlockRecord(module_vt.source, self.alias, _signature(self.leaves), self.leaves, nodes, inputs,
-                           rooted, check, aliases, distinct, result, self.ambient, output.side_effects.watch())
+                           rooted, check, aliases, distinct, result, outputs, specs, self.ambient,
+                           output.side_effects.watch())
 
 
 def _check_quiet(watch, why: str) -> None:
@@ -479,6 +501,16 @@ def _under(source, module_vt) -> bool:
 _MARK = ModuleAliasSource(None, -1)  # a stand-in source, only ever compared by identity
 
 
+def _result_nodes(vt, found: list) -> list:
+    """The nodes of the result's tensors, in order."""
+    if type(vt) is TensorVariable:
+        found.append(vt.node)
+    elif type(vt) is TupleVariable:
+        for item in vt.items:
+            _result_nodes(item, found)
+    return found
+
+
 def _check_result(vt, window: set, storages: set) -> None:
     if type(vt) is TensorVariable:
         if vt.source is not None or vt.node not in window or vt.node.op == "placeholder":
@@ -510,8 +542,11 @@ class BlockRecord:
     aliases: range          # the alias numbers handed out during it
     distinct: list          # sources of the objects under the module it gave trackers (identity map)
     result: object          # its result tracker
+    outputs: list           # the nodes of its result's tensors (each once)
+    specs: list             # what makes each of them anew (`OutputGraph.block_result_spec`)
     ambient: tuple          # `_ambient` at its start
     since: object           # the side-effect `Watch` opened at its end
+    body: object = None     # its ops as a graph (`_Body`), made when first replayed
 
     def replay(self, tx, module_vt, args: list, kwargs: dict):
         output = tx.output
@@ -539,30 +574,97 @@ class BlockRecord:
         if len({id(r) for r in reals}) != len(reals) or any(output.is_input(r) for r in reals):
             raise _Refused("its parameters alias each other or a graph input")
         _result_sources(self.result, reroot)  # (re-rooted now: a refusal must come before any change)
+        body = self._body(output)
         distinct = [reroot(source) for source in self.distinct]
         module_vt.mark_read(tx)
         output.side_effects.keep_distinct(distinct)
-        return self._commit(tx, leaves, guards, sources, reals, reroot)
+        return self._commit(tx, body, leaves, guards, sources, reals, reroot)
 
-    def _commit(self, tx, leaves: list, guards: list, sources: list, reals, reroot) -> object:
+    def _body(self, output) -> "_Body":
+        """The window as a body graph registered with the capture (made on first need, and
+        registered again when a restore took it away)."""
+        body = self.body
+        if body is None:
+            body = self.body = _Body.of(self, output)
+        if output.submodules.get(body.name) is not body.graph:
+            body.name = output.add_block_body(body.graph)
+        return body
+
+    def _commit(self, tx, body: "_Body", leaves: list, guards: list, sources: list, reals, reroot) -> object:
         output = tx.output
         for _ in self.aliases:
             output.next_guard_alias()
         for guard in guards:
             output.add_guard(guard)
+        args = []
+        for source, real in zip(sources, reals):  # in the recorded order, as a fresh trace reads them
+            vt = output.add_input(source, real, named_after=source.describe(), static=True)
+            output.tracked[source.inner] = vt
+            args.append(vt.node)
+        new_leaves = _tensor_leaves(leaves)
+        args.extend(new_leaves[i].node for i in body.leaves)
+        args.extend(body.outer)
+        results = output.call_block(tx, body.name, tuple(args), self.specs)
+        return _rebuild(self.result, dict(zip(self.outputs, results)), reroot)
+
+
+@dataclasses.dataclass
+class _Body:
+    """A recorded window as a graph of its own, which every replay calls: its inputs are
+    the window's parameters and buffers (in the order it read them), its tensor arguments
+    (`leaves`: the positions among them of the distinct nodes) and the nodes of the
+    capture it used from outside (`outer`: read through objects the modules share, the
+    same for every call); its outputs the result's tensors."""
+
+    graph: torch.fx.Graph
+    leaves: list
+    outer: list
+    name: str = ""
+
+    @classmethod
+    def of(cls, record: BlockRecord, output) -> "_Body":
+        graph = torch.fx.Graph()
         env = {}
-        for old, new in zip(_tensor_leaves(self.leaves), _tensor_leaves(leaves)):
-            env[old.node] = new.node
-        new_inputs = {old.node: (source, real) for (_, old), source, real in zip(self.inputs, sources, reals)}
-        for node in self.nodes:  # in the recorded order: a parameter's placeholder where it was read
-            if node.op != "placeholder":
-                env[node] = output.replay_node(tx, node, env)
-            elif node in new_inputs:
-                source, real = new_inputs[node]
-                vt = output.add_input(source, real, named_after=source.describe(), static=True)
-                output.tracked[source.inner] = vt
-                env[node] = vt.node
-        return _rebuild(self.result, env, reroot)
+        for _, vt in record.inputs:
+            env[vt.node] = graph.placeholder(vt.node.name)
+        leaves = []
+        for i, leaf in enumerate(_tensor_leaves(record.leaves)):
+            if leaf.node not in env:
+                env[leaf.node] = graph.placeholder(leaf.node.name)
+                leaves.append(i)
+        window = set(record.nodes)
+        outer = []
+        for node in record.nodes:
+            for used in node.all_input_nodes:
+                if used not in env and (used not in window or used.op == "placeholder"):
+                    env[used] = graph.placeholder(used.name)
+                    outer.append(used)
+        inputs = [n.meta["example_value"] for n in env]
+        if any(spec[-1] for spec in record.specs) and not any(e.requires_grad for e in inputs):
+            raise _Refused("a result requires grad through no input")
+        _copy(graph, record.nodes, env, output.submodules)
+        graph.output(tuple(env[node] for node in record.outputs))
+        return cls(graph, leaves, outer)
+
+
+def _copy(graph: torch.fx.Graph, nodes: list, env: dict, bodies: dict) -> None:
+    """Copy `nodes` (not their placeholders, which `env` maps) into `graph`, a call of a block
+    body inlined (one call per replayed block, whatever the blocks it holds)."""
+    for node in nodes:
+        if node.op == "placeholder":
+            continue
+        if node.op == "call_module":
+            body = bodies[node.target]
+            inner = [n for n in body.nodes if n.op == "placeholder"]
+            body_env = dict(zip(inner, torch.fx.map_arg(node.args, env.__getitem__)))
+            _copy(graph, list(body.nodes), body_env, bodies)
+            env[node] = body_env[body.output_node()]
+        elif node.op == "call_function" and node.target is operator.getitem and node.args[0].op == "call_module":
+            env[node] = env[node.args[0]][node.args[1]]
+        elif node.op == "output":
+            env[node] = torch.fx.map_arg(node.args[0], env.__getitem__)
+        else:
+            env[node] = graph.node_copy(node, env.__getitem__)
 
 
 def _result_sources(vt, reroot: _Reroot) -> None:
