@@ -546,8 +546,8 @@ class OutputGraph:
         """The call of block body `name` on `args` (nodes and constants), its results made
         from `block_result_spec`s `specs` (not by running the body on fake values): one
         `call_module` node and a `getitem` node per result, which this returns."""
-        grad_input = next((n.meta["example_value"] for n in args if type(n) is torch.fx.Node
-                           and n.meta["example_value"].requires_grad), None)
+        grad_input = next((e for e in (n.meta.get("example_value") for n in args if type(n) is torch.fx.Node)
+                           if isinstance(e, torch.Tensor) and e.requires_grad), None)
         examples = [fake_memo.refresh(self.fake_mode, spec, grad_input) for spec in specs]
         frames = tx.frames()
         call = self.add_node("call_module", name, args)

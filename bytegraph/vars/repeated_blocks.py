@@ -639,8 +639,9 @@ class _Body:
                 if used not in env and (used not in window or used.op == "placeholder"):
                     env[used] = graph.placeholder(used.name)
                     outer.append(used)
-        inputs = [n.meta["example_value"] for n in env]
-        if any(spec[-1] for spec in record.specs) and not any(e.requires_grad for e in inputs):
+        inputs = [n.meta.get("example_value") for n in env]
+        if any(spec[-1] for spec in record.specs) and not any(isinstance(e, torch.Tensor) and e.requires_grad
+                                                             for e in inputs):
             raise _Refused("a result requires grad through no input")
         _copy(graph, record.nodes, env, output.submodules)
         graph.output(tuple(env[node] for node in record.outputs))
