@@ -22,9 +22,12 @@ each op joins the current bucket, adding the parameters it reads that no later o
 parameter counts once, where the walk meets it first). Before an op joins, a bucket holding at
 least its cap is closed, if one of its ops has a user outside it (else the piece would have no
 output: it grows until one does, as torch's). The first bucket's cap is DDP's first-bucket cap
-(`dist._DEFAULT_FIRST_BUCKET_BYTES` when the user set no `bucket_cap_mb`), then
-`bucket_bytes_cap` (with `bucket_cap_mb_list`: the list in order, its last cap repeated). Ops left
-before the first parameter of the forward order join the first piece.
+(`dist._DEFAULT_FIRST_BUCKET_BYTES` when the user set no `bucket_cap_mb`, else `bucket_bytes_cap`,
+as DDP's `_BucketCapacityConfig`), then `bucket_bytes_cap` (with `bucket_cap_mb_list`: the list in
+order, its last cap repeated). torch.compile's DDPOptimizer always takes 1 MB for the first: with
+`bucket_cap_mb=8` and 4 MB layers it cuts the last layer alone, where DDP's first bucket holds
+two (`bench/ddp_step.py`: 5 graphs there, 4 here). Ops left before the first parameter of the
+forward order join the first piece.
 Not split, with the reason on the `ddp` log (the graph then goes whole to the backend, which is
 correct, only without the overlap): a graph captured with grad mode off (no backward), one whose
 parameters fit one bucket, a graph holding bodies of higher-order ops (`get_attr`), a
