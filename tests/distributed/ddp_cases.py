@@ -38,6 +38,19 @@ class NoGradInside(nn.Module):
         return self.body(x) / scale
 
 
+class BreakInside(nn.Module):
+    """The MLP with a graph break between its halves: two graphs, each split at its buckets."""
+
+    def __init__(self):
+        super().__init__()
+        self.first, self.second = mlp(layers=2), mlp(layers=2)
+
+    def forward(self, x):
+        h = self.first(x)
+        bytegraph.graph_break()
+        return self.second(h)
+
+
 def _train(model: nn.Module, ddp: DDP, rank: int) -> tuple:
     """3 SGD steps on this rank's data; (the weights after, the events of the last step)."""
     events = []
@@ -148,6 +161,8 @@ def run_ddp_cases(rank: int, world: int) -> dict:
     for name, cap in (("bucket_cap_mb=2", dict(bucket_cap_mb=2)), ("default caps", {})):
         report[f"compile(DDP), {name}"] = _compared(run("compile(DDP)", rank, cap=cap), run("eager", rank, cap=cap))
     report["compile(DDP), dynamic=True"] = _compared(run("compile(DDP)", rank, dynamic=True), eager)
+    report["DDP(compile), a graph break"] = _compared(run("DDP(compile)", rank, make=BreakInside),
+                                                      run("eager", rank, make=BreakInside))
     no_grad, no_grad_log = _log_lines(lambda: run("DDP(compile)", rank, make=NoGradInside))
     report["DDP(compile), a no_grad block"] = dict(_compared(no_grad, run("eager", rank, make=NoGradInside)),
                                                    log=no_grad_log)

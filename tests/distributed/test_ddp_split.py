@@ -112,3 +112,13 @@ def test_not_split_says_why(two_ranks):
         assert case["graphs"] == 1, case["splits"]
         assert case["max_weight_difference"] == 0.0, case["max_weight_difference"]
         assert any("not split at DDP buckets: it switches grad mode" in line for line in case["log"]), case["log"]
+
+
+def test_each_graph_of_a_break_split(two_ranks):
+    """A graph break between the halves: each graph (two layers, 2 MB) is cut in two."""
+    for report in two_ranks:
+        case = report["DDP(compile), a graph break"]
+        assert case["graphs"] == 4, case["splits"]
+        assert [line.split(":")[0] for line in case["splits"]] == \
+            ["split 1 of 2 at node linear", "split 2 of 2 at node linear_1"] * 2, case["splits"]
+        assert case["max_weight_difference"] == 0.0, case["max_weight_difference"]
