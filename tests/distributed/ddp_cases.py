@@ -90,6 +90,7 @@ def run(way: str, rank: int, optimize_ddp: bool = True, cap: dict | None = None,
             splits.extend(entry.graph_module.meta.get("bg_ddp_splits", ()))
 
     bytegraph.reset()
+    bytegraph.counters.clear()
     bytegraph.config.optimize_ddp = optimize_ddp
     LISTENERS.append(listener)
     try:
@@ -105,6 +106,7 @@ def run(way: str, rank: int, optimize_ddp: bool = True, cap: dict | None = None,
         LISTENERS.remove(listener)
         bytegraph.config.optimize_ddp = True
     return dict(graphs=len(graphs), weights=weights, splits=splits, events=events,
+                counted=dict(bytegraph.counters["ddp"]),
                 ops=[[n.name for n in gm.graph.nodes if n.op == "call_function"] for gm in graphs])
 
 

@@ -36,6 +36,7 @@ def test_one_graph_per_bucket_and_eager_weights(two_ranks, way):
         case = report[way]
         assert case["graphs"] == 4, f"rank {rank}: {case['graphs']} graphs, {case['splits']}"
         assert len(case["splits"]) == 4, case["splits"]
+        assert case["counted"] == {"graphs_split": 1, "splits": 4}, case["counted"]
         assert case["max_weight_difference"] == 0.0, f"rank {rank}: {case['max_weight_difference']}"
         assert case["ops"] == [["linear", "relu"], ["linear", "relu_1"], ["linear", "relu"], ["linear", "relu"]]
 
@@ -64,6 +65,7 @@ def test_switch_off_one_graph_same_weights(two_ranks, way):
     for report in two_ranks:
         case = report[f"{way}, optimize_ddp off"]
         assert (case["graphs"], case["splits"]) == (1, []), case
+        assert not case["counted"], case["counted"]
         assert case["max_weight_difference"] == 0.0, case["max_weight_difference"]
 
 
