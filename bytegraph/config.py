@@ -72,6 +72,12 @@ attributes, parameters and inputs the first call's trace read match, replays the
 recorded ops instead of tracing its bytecode again (Note [Repeated blocks] in
 vars/repeated_blocks.py says when, and what it proves first)."""
 
+optimize_ddp = True
+"""A graph whose parameters belong to a `DistributedDataParallel` module (`compile(DDP(m))`, or
+`DDP(compile(m))`) is split where DDP's gradient buckets end, each piece compiled by the backend,
+so that DDP's all-reduce of a bucket overlaps the backward of the earlier pieces (Note [DDP bucket
+splits] in graph/ddp_split.py). False: one graph, as without DDP. torch.compile's name."""
+
 cache_dir = os.path.expanduser(os.environ.get("BYTEGRAPH_CACHE_DIR", "~/.cache/bytegraph"))
 """The persistent capture cache (Note [Capture cache] in runtime/capture_cache.py): what a capture
 made is kept under `<cache_dir>/captures/`, and a later process whose first call passes the stored

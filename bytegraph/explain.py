@@ -9,6 +9,10 @@ makes its frame run eagerly included: its reason says so); `eager_frames` lists 
 frame whose entry runs it eagerly, whatever the cause (that break, an exception escaping
 the traced code, an internal error), so a frame that ran uncompiled is never only implied
 by a break's text. A frame run eagerly because of a break is in both lists.
+
+A graph split at DDP's bucket boundaries (Note [DDP bucket splits] in graph/ddp_split.py) is
+one graph per piece in `graphs` (each piece goes to the backend, as under torch.compile), and
+`ddp_splits` says where and why each piece starts.
 """
 from __future__ import annotations
 
@@ -43,6 +47,7 @@ class ExplainOutput:
     guards: list = field(default_factory=list)
     ops_per_graph: list = field(default_factory=list)
     eager_frames: list = field(default_factory=list)
+    ddp_splits: list = field(default_factory=list)
     result: object = None
 
     @property
@@ -62,6 +67,9 @@ class ExplainOutput:
         if self.eager_frames:
             lines.append("Frames run eagerly:")
             lines.extend(f"  - {frame}" for frame in self.eager_frames)
+        if self.ddp_splits:
+            lines.append("DDP bucket splits:")
+            lines.extend(f"  - {split}" for split in self.ddp_splits)
         for i, (gm, ops) in enumerate(zip(self.graphs, self.ops_per_graph)):
             lines.append(f"Graph {i + 1} ({len(ops)} ops): {', '.join(ops)}")
             lines.extend("    " + line for line in gm.code.strip().splitlines())
@@ -98,6 +106,8 @@ def _explain_call(fn, args, kwargs) -> ExplainOutput:
                                                  brk.user_stack, brk.hint))
         if entry.kind == "eager":  # whatever the cause: a break that cannot resume, a raise, an error
             out.eager_frames.append(f"{compiled.code.co_qualname}: {entry.reason}")
+        if entry.graph_module is not None:
+            out.ddp_splits.extend(entry.graph_module.meta.get("bg_ddp_splits", ()))
         out.guards.extend(f"{g.describe()}" + (f"  # {g.user_location}" if g.user_location else "")
                           for g in entry.guards.guards)
 

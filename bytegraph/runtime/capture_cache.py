@@ -5,7 +5,10 @@ Note [Capture cache]
 An entry is written when a capture of the whole frame of a user's call (not a resume
 function or a graph-broken callee, which are not looked up either) ends with no graph break, static
 shapes, a named backend, and every object its guards and residual code name has a recipe
-(`runtime/recipes.py`); anything else is not written (the `capture_cache` log says why).
+(`runtime/recipes.py`), and that was not split at DDP's buckets (Note [DDP bucket splits]);
+anything else is not written (the `capture_cache` log says why). A call with a
+DistributedDataParallel module in it (`ddp_split.candidates`) does not look the cache up: its
+capture may split what an entry holds whole.
 A file `<cache_dir>/captures/<python tag>/<key>/<digest>.bin` holds: the guard function's
 text (exactly `CompiledGuards.source`) and recipes of the objects it binds (`__bg_k<N>`,
 `__bg_o<N>`); the residual code marshalled, with recipes of the constants marshal cannot
@@ -51,6 +54,7 @@ import warnings
 import torch
 
 from .. import config
+from ..graph import ddp_split
 from ..graph.backends import BACKENDS
 from ..guards.compile import CompiledGuards
 from ..translate.capture import new_graph_name
@@ -217,6 +221,8 @@ def _why_not(compiled, entry, result) -> str | None:
         return "the capture ends at a graph break"
     if not result.static:
         return "the graph has symbolic sizes"
+    if result.graph_module is not None and "bg_ddp_splits" in result.graph_module.meta:
+        return "the graph is split at DDP's buckets (Note [DDP bucket splits])"
     return None
 
 
@@ -340,6 +346,9 @@ def lookup(compiled, values: tuple):
     where = directory() if compiled.top_level else None
     key = entry_key(compiled) if where is not None else None
     if key is None:
+        return None
+    if ddp_split.candidates(values):  # a stored graph is whole: a capture may split it (Note [DDP bucket splits])
+        _log.debug("not looked up for %s: a DistributedDataParallel module is in the call", compiled.code.co_qualname)
         return None
     folder = os.path.join(where, key)
     try:

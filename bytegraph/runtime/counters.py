@@ -8,7 +8,10 @@ A `collections.defaultdict(collections.Counter)`:
 - `counters["stats"]["unique_graphs"]`: graphs compiled; `counters["stats"]["calls_captured"]`:
   the call nodes (`call_function`/`call_method`/`call_module`) in them;
 - `counters["blocks"]`: module calls "traced", "recorded" and "reused" (replayed without
-  tracing their bytecode) under `config.reuse_repeated_blocks` (vars/repeated_blocks.py).
+  tracing their bytecode) under `config.reuse_repeated_blocks` (vars/repeated_blocks.py);
+- `counters["ddp"]["graphs_split"]`: graphs split at DDP's bucket boundaries, `counters["ddp"]["splits"]`
+  their pieces (each compiled by the backend; Note [DDP bucket splits] in graph/ddp_split.py): a split
+  graph is still one of `unique_graphs`, as in torch's counters.
 Counted when a cache entry is installed (a listener of `compiled_function.LISTENERS`), so a
 call that hits an entry costs nothing. Like torch's, `reset()` leaves them alone: clear them
 with `bytegraph.counters.clear()`.
@@ -32,6 +35,10 @@ def _count(compiled, entry, graph_break) -> None:
         stats["unique_graphs"] += 1
         stats["calls_captured"] += sum(1 for node in entry.graph_module.graph.nodes if node.op in _CALL_OPS)
         counters["blocks"].update(entry.graph_module.meta.get("bg_blocks", {}))
+        splits = entry.graph_module.meta.get("bg_ddp_splits")
+        if splits:
+            counters["ddp"]["graphs_split"] += 1
+            counters["ddp"]["splits"] += len(splits)
 
 
 LISTENERS.append(_count)

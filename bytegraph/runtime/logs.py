@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 
-TOPICS = ("graph", "graph_breaks", "guards", "recompiles", "bytecode", "perf", "verify", "capture_cache")
+TOPICS = ("graph", "graph_breaks", "guards", "recompiles", "bytecode", "perf", "verify", "capture_cache", "ddp")
 
 _handler = logging.StreamHandler(sys.stderr)
 _handler.setFormatter(logging.Formatter("[bytegraph.%(topic)s] %(message)s"))

@@ -16,6 +16,7 @@ from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
 from .. import config
 from .._bytecode.assemble import make_code
 from ..errors import GraphBreak, InternalTracerError, TracedRaise, UserCodeRaisesError
+from ..graph import ddp_split
 from ..graph.codegen import PyCodegen
 from ..graph.output_graph import OutputGraph, add_stack_traces
 from ..guards.guard import Guard, GuardKind
@@ -77,11 +78,12 @@ def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = Fa
     """
     start = time.perf_counter()
     log = SpeculationLog()
+    ddp_modules = ddp_split.candidates(values)  # Note [DDP bucket splits]: DDP's marker is set now
     while True:
         output = None
         try:
             output = OutputGraph(dynamic, log)
-            result = _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn)
+            result = _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn, ddp_modules)
         except RestartCapture as e:
             if not e.counted or log.restart():
                 continue
@@ -118,7 +120,7 @@ def _finished_guards(output, runs_graph: bool = False) -> list:
         raise InternalTracerError(e, None) from e
 
 
-def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
+def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn, ddp_modules):
     code = fn.__code__
     resumed = is_resume_code(code) or is_continuation_code(code)
     # Note [Arguments wrapped when read]: each argument is wrapped, and guarded, at its first read
@@ -180,11 +182,12 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn):
             raise brk from None  # nested: capture() restarts at the outermost call site
         # The graph is compiled only now that the residual code is known to be possible.
         residual, cg.instructions = cg.instructions, []
-        graph, backend_seconds = _emit_graph_call(cg, output, outputs, backend, at_break=True)
+        graph, backend_seconds = _emit_graph_call(cg, output, outputs, backend, ddp_modules, at_break=True)
         cg.instructions += residual
         return Capture(_transformed_function(cg, fn), cg.graph_module, graph, brk, output.side_effects.summary(),
                        backend_seconds=backend_seconds)
-    graph, backend_seconds = _emit_graph_call(cg, output, _graph_outputs(cg, output, result), backend)
+    graph, backend_seconds = _emit_graph_call(cg, output, _graph_outputs(cg, output, result), backend,
+                                              ddp_modules)
     cg.reconstruct(result)
     output.side_effects.replay(cg)  # Note [Side-effect replay]: after the return value is loaded
     autocast.emit_real_transitions(cg, output, at_break=False)
@@ -234,13 +237,15 @@ def _graph_outputs(cg: PyCodegen, output: OutputGraph, result) -> list:
     return outputs
 
 
-def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend, at_break: bool = False) -> tuple:
+def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend, ddp_modules: tuple,
+                     at_break: bool = False) -> tuple:
     """Compile the graph (if it has any op) and emit the call to it; returns ((its global
     name, the compiled graph) or None, the backend's seconds). The runtime installs it with
     the cache entry, so a capture that fails later leaves nothing in the function's globals.
     At a break, grad-mode switches alone are no graph: the residual code sets the mode the
     eager code runs in anyway (`restore_world`), so a `with torch.no_grad():` entered just
-    before a break costs no graph call, as in torch.compile."""
+    before a break costs no graph call, as in torch.compile. A graph of a DDP module of
+    `ddp_modules` may go to the backend in pieces (Note [DDP bucket splits])."""
     graph = output.graph
     if not any(node.op != "placeholder" and not (at_break and _is_grad_switch(node)) for node in graph.nodes):
         return None, 0.0
@@ -262,7 +267,8 @@ def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend,
     with gc_pause.resumed():  # Note [GC paused during a capture]
         started = time.perf_counter()
         try:
-            compiled = backend(gm, example_inputs)
+            compiled = ddp_split.compile_graph(gm, example_inputs, [real for _, _, real in output.inputs], backend,
+                                               ddp_modules)
         finally:  # a backend that runs the graph (AOT autograd traces it) may leave its grad mode set
             torch._C._set_grad_enabled(grad_mode)
         backend_seconds = time.perf_counter() - started
