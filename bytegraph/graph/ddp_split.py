@@ -30,7 +30,8 @@ two (`bench/ddp_step.py`: 5 graphs there, 4 here). Ops left before the first par
 forward order join the first piece.
 Not split, with the reason on the `ddp` log (the graph then goes whole to the backend, which is
 correct, only without the overlap): a graph captured with grad mode off (no backward), one whose
-parameters fit one bucket, a graph holding bodies of higher-order ops (`get_attr`), a
+parameters fit one bucket, a graph holding bodies of higher-order ops (`get_attr`) or of
+repeated blocks (`call_module`), a
 grad-mode or autocast switch (state that crosses pieces), or where a value passed between pieces
 aliases another one or an input, or has no example value. Each piece gets, as example inputs,
 the graph's own for its inputs and, for values made by an earlier piece: with static shapes
@@ -199,8 +200,8 @@ def _buckets(gm: torch.fx.GraphModule, params: dict, caps: list) -> tuple:
     """(the buckets in forward order, None), or (None, why the graph is not split)."""
     ops = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")]
     for node in ops:
-        if node.op == "get_attr":
-            return None, f"it holds the body of a higher-order op ({node.target})"
+        if node.op in ("get_attr", "call_module"):
+            return None, f"it holds the body of a higher-order op or a repeated block ({node.target})"
         if node.op == "call_function" and node.target in _STATE_SWITCHES:
             return None, f"it switches grad mode or autocast ({node.name}), state the pieces would not share"
     buckets = [_Bucket(caps[0])]
