@@ -21,7 +21,7 @@ PYTEST_ARGS ?=
 # a shared environment's editable install may point at another clone: this clone comes first
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: $(VENV) demo test fuzz bench sweep
+.PHONY: $(VENV) demo test fuzz bench bench-dist sweep
 
 $(VENV): $(STAMP)
 
@@ -66,6 +66,11 @@ bench: $(STAMP)
 	OMP_NUM_THREADS=$(BENCH_THREADS) $(PY) -m bench.compiled_autograd_workloads
 	OMP_NUM_THREADS=$(BENCH_THREADS) $(PY) -m bench.warm_start --repeat 3
 	OMP_NUM_THREADS=$(BENCH_THREADS) $(PY) -m bench.repeated_blocks
+
+# A DistributedDataParallel training step on 2 gloo ranks (bench/ddp_step.py): eager DDP, bytegraph
+# split at DDP's buckets and unsplit, torch.compile split and unsplit, aot_eager and inductor.
+bench-dist: $(STAMP)
+	OMP_NUM_THREADS=1 $(PY) -m bench.ddp_step --backends aot_eager,inductor --steps 20
 
 # Every architecture transformers can build from its config classes, shrunk to tiny sizes, and
 # every torch.nn module, under bytegraph and torch.compile side by side (bench/sweep.py); the
