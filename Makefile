@@ -68,9 +68,12 @@ bench: $(STAMP)
 	OMP_NUM_THREADS=$(BENCH_THREADS) $(PY) -m bench.repeated_blocks
 
 # A DistributedDataParallel training step on 2 gloo ranks (bench/ddp_step.py): eager DDP, bytegraph
-# split at DDP's buckets and unsplit, torch.compile split and unsplit, aot_eager and inductor.
+# split at DDP's buckets and unsplit, torch.compile split and unsplit, aot_eager and inductor; an
+# 8-layer MLP, then a 4-block transformer.
 bench-dist: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m bench.ddp_step --backends aot_eager,inductor --steps 20
+	OMP_NUM_THREADS=1 $(PY) -m bench.ddp_step --backends aot_eager,inductor --steps 20 --model transformer \
+		--layers 4 --width 256 --bucket-cap-mb 1
 
 # Every architecture transformers can build from its config classes, shrunk to tiny sizes, and
 # every torch.nn module, under bytegraph and torch.compile side by side (bench/sweep.py); the

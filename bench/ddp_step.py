@@ -1,8 +1,9 @@
 """A DDP training step on 2 ranks (issue 40 item 5): `python -m bench.ddp_step [--backends
-aot_eager,inductor] [--steps N] [--layers L] [--width W] [--bucket-cap-mb MB]`.
+aot_eager,inductor] [--steps N] [--model mlp|transformer] [--layers L] [--width W] [--bucket-cap-mb MB]`.
 
 Two processes (gloo over 127.0.0.1) train an MLP of `--layers` (8) x (Linear(W, W) + ReLU),
-W = `--width` (1024), batch 64, SGD, in DistributedDataParallel with `bucket_cap_mb` (8): eagerly,
+W = `--width` (1024), batch 64, or (`--model transformer`) `--layers` pre-norm transformer blocks
+of width W (attention with 4 heads, MLP 4x), batch 8 x 32 tokens, SGD, in DistributedDataParallel with `bucket_cap_mb` (8): eagerly,
 as `DDP(bytegraph.compile(m))` split at DDP's buckets (`config.optimize_ddp`, Note [DDP bucket
 splits]) and unsplit, and as `DDP(torch.compile(m))` (the reference, split by its DDPOptimizer,
 and unsplit with `torch._dynamo.config.optimize_ddp = False`), for each backend. Each way: 3
@@ -46,9 +47,38 @@ def _mlp(layers: int, width: int):
     return nn.Sequential(*[m for _ in range(layers) for m in (nn.Linear(width, width), nn.ReLU())])
 
 
+class _Block(nn.Module):
+    """A pre-norm transformer block: self-attention (scaled_dot_product_attention) and an MLP."""
+
+    def __init__(self, width: int, heads: int = 4):
+        super().__init__()
+        self.heads = heads
+        self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+        self.up, self.down = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(b, t, 3, self.heads, c // self.heads).unbind(2)
+        a = nn.functional.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                                       is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, t, c))
+        return x + self.down(nn.functional.gelu(self.up(self.norm2(x))))
+
+
+def _transformer(layers: int, width: int):
+    torch.manual_seed(0)
+    return nn.Sequential(*[_Block(width) for _ in range(layers)])
+
+
+def _input(args) -> torch.Tensor:
+    shape = (64, args.width) if args.model == "mlp" else (8, 32, args.width)
+    return torch.randn(*shape, requires_grad=True)
+
+
 def _model(way: str, backend: str, args, graphs: list):
     """The DDP module of `way`; each graph a backend compiles is appended to `graphs`."""
-    mlp = _mlp(args.layers, args.width)
+    mlp = (_mlp if args.model == "mlp" else _transformer)(args.layers, args.width)
     if way == "eager":
         return DDP(mlp, bucket_cap_mb=args.bucket_cap_mb)
     if way.startswith("bytegraph"):
@@ -87,7 +117,7 @@ def _step_times(model, args, rank: int) -> tuple:
     times, overlaps = [], []
     for step in range(3 + args.steps):
         torch.manual_seed(rank * 1000 + step)
-        x = torch.randn(64, args.width, requires_grad=True)
+        x = _input(args)
         x.register_hook(lambda g: reached.append(time.perf_counter()))
         spans.clear()
         reached.clear()
@@ -134,6 +164,7 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--width", type=int, default=1024)
+    parser.add_argument("--model", choices=("mlp", "transformer"), default="mlp")
     parser.add_argument("--bucket-cap-mb", type=float, default=8)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
@@ -141,8 +172,9 @@ def main(argv=None) -> None:
         mp.spawn(_rank, args=(2, _free_port(), args, out_path), nprocs=2, join=True)
         with open(out_path) as f:
             rows = json.load(f)
-    print(f"DDP step, 2 ranks (gloo), MLP {args.layers} x Linear({args.width}, {args.width}) + ReLU, batch 64, "
-          f"bucket_cap_mb={args.bucket_cap_mb:g}, median of {args.steps} steps")
+    model = f"MLP {args.layers} x Linear({args.width}, {args.width}) + ReLU, batch 64" if args.model == "mlp" \
+        else f"transformer {args.layers} blocks of width {args.width} (4 heads, MLP 4x), batch 8 x 32 tokens"
+    print(f"DDP step, 2 ranks (gloo), {model}, bucket_cap_mb={args.bucket_cap_mb:g}, median of {args.steps} steps")
     print(f"{'way':<24}{'backend':<11}{'step ms':>9}{'graphs':>8}{'overlap':>9}")
     for row in rows:
         print(f"{row['way']:<24}{row['backend']:<11}{row['ms']:>9.1f}{row['graphs']:>8}{row['overlap']:>9.0%}")
