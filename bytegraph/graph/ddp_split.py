@@ -90,6 +90,15 @@ class _Bucket:
     nodes: list = field(default_factory=list)   # in the walk's order: last op first
     grown: int = 0                               # ops added past the cap so that the piece has an output
 
+    def take(self, node: torch.fx.Node, params: dict, counted: set) -> None:
+        """Add op `node` and the parameters it reads that no later op read (`counted`)."""
+        for arg in node.all_input_nodes:
+            if arg in params and arg not in counted:
+                counted.add(arg)
+                self.nbytes += params[arg].numel() * params[arg].element_size()
+                self.params.append(arg.name)
+        self.nodes.append(node)
+
     def feeds_outside(self) -> bool:
         inside = set(self.nodes)
         return any(user not in inside for node in self.nodes for user in node.users)
@@ -213,12 +222,7 @@ def _buckets(gm: torch.fx.GraphModule, params: dict, caps: list) -> tuple:
                 buckets.append(bucket)
             else:
                 bucket.grown += 1
-        for arg in node.all_input_nodes:
-            if arg in params and arg not in counted:
-                counted.add(arg)
-                bucket.nbytes += params[arg].numel() * params[arg].element_size()
-                bucket.params.append(arg.name)
-        bucket.nodes.append(node)
+        bucket.take(node, params, counted)
     if len(buckets) > 1 and not buckets[-1].params:  # ops before the first parameter: into the first piece
         buckets[-2].nodes.extend(buckets.pop().nodes)
     buckets.reverse()

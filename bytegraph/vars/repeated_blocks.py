@@ -583,12 +583,10 @@ class BlockRecord:
     def _body(self, output) -> "_Body":
         """The window as a body graph registered with the capture (made on first need, and
         registered again when a restore took it away)."""
-        body = self.body
-        if body is None:
-            body = self.body = _Body.of(self, output)
-        if output.submodules.get(body.name) is not body.graph:
-            body.name = output.add_block_body(body.graph)
-        return body
+        if self.body is None:
+            self.body = _Body.of(self, output)
+        self.body.register(output)
+        return self.body
 
     def _commit(self, tx, body: "_Body", leaves: list, guards: list, sources: list, reals, reroot) -> object:
         output = tx.output
@@ -646,6 +644,11 @@ class _Body:
         _copy(graph, record.nodes, env, output.submodules)
         graph.output(tuple(env[node] for node in record.outputs))
         return cls(graph, leaves, outer)
+
+    def register(self, output) -> None:
+        """Register the body with the capture, unless it is (again, after a restore took it away)."""
+        if output.submodules.get(self.name) is not self.graph:
+            self.name = output.add_block_body(self.graph)
 
 
 def _copy(graph: torch.fx.Graph, nodes: list, env: dict, bodies: dict) -> None:
