@@ -58,6 +58,7 @@ from .made_modules import MODULE_INIT
 from .numpy_calls import FOLDED_CLASSES as NUMPY_FOLDED_CLASSES
 from .legacy_tensor_types import RULES as LEGACY_TENSOR_TYPES
 from .hops import HIGHER_ORDER_OPS
+from .hooks.module import SKIPPED_HOOK_WRAPPER
 from .builtins import HANDLERS, BuiltinVariable
 from .polyfills import registry as polyfill_registry
 from .polyfills.registry import POLYFILLS
@@ -217,10 +218,10 @@ INLINED_NAMES = {
 
 
 # Python functions of an inlined module that are breaks, by (module, qualified name): the
-# wrapper FSDP2 puts on its hooks (`_fsdp_common._dynamo_disable`), looked up by name so that
-# bytegraph never imports FSDP2.
+# wrapper FSDP2 puts on its hooks (vars/hooks/module.py), looked up by name so that bytegraph
+# never imports FSDP2.
 NAMED_BREAKS = {
-    ("torch.distributed.fsdp._fully_shard._fsdp_common", "_dynamo_disable.<locals>.wrapper"): Rule(
+    SKIPPED_HOOK_WRAPPER: Rule(
         Kind.BREAK, "a hook of FSDP2 (fully_shard), which torch marks as not for compilers: it unshards and "
                     "reshards parameters with collectives and attaches autograd hooks",
         category="unsupported call",

@@ -41,7 +41,6 @@ breaks for another reason still runs eagerly as a whole at the break.
 from __future__ import annotations
 
 import functools
-import sys
 import types
 import warnings
 
@@ -95,27 +94,23 @@ def break_on_backward_hooks(tx, module_vt) -> None:
                         "keep it in the graph")
 
 
-_FSDP_COMMON = "torch.distributed.fsdp._fully_shard._fsdp_common"
+# (module, qualified name) of the wrapper FSDP2 marks its hooks with as not for compilers
+# (`_fsdp_common._dynamo_disable`), by name so that bytegraph never imports FSDP2.
+SKIPPED_HOOK_WRAPPER = ("torch.distributed.fsdp._fully_shard._fsdp_common", "_dynamo_disable.<locals>.wrapper")
 
 
-def _skipped_hook_codes() -> frozenset:
-    """The code of FSDP2's wrapper marking its hooks as not for compilers (none until FSDP2
-    is imported: no hook of it can exist before)."""
-    common = sys.modules.get(_FSDP_COMMON)
-    marker = getattr(common, "_dynamo_disable", None)
-    if not isinstance(marker, types.FunctionType):
-        return frozenset()
-    return frozenset(c for c in marker.__code__.co_consts if isinstance(c, types.CodeType))
+def _is_skipped_hook(hook) -> bool:
+    fn = getattr(hook, "__func__", hook)
+    if not isinstance(fn, types.FunctionType):
+        return False
+    return (fn.__globals__.get("__name__"), fn.__code__.co_qualname) == SKIPPED_HOOK_WRAPPER
 
 
 def has_skipped_hooks(module) -> bool:
     """Whether a forward (pre-)hook of `module` is one torch marks as not for compilers
     (Note [Hooks run eagerly around a compiled forward])."""
-    codes = _skipped_hook_codes()
-    if not codes:
-        return False
-    hooks = (*module.__dict__["_forward_pre_hooks"].values(), *module.__dict__["_forward_hooks"].values())
-    return any(getattr(getattr(hook, "__func__", hook), "__code__", None) in codes for hook in hooks)
+    d = module.__dict__
+    return any(map(_is_skipped_hook, (*d["_forward_pre_hooks"].values(), *d["_forward_hooks"].values())))
 
 
 def forward_hooks_around(forward, module):
