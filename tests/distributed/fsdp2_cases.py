@@ -1,15 +1,15 @@
 """FSDP2 training run on every rank of a real process group by `rank_runner.run_on_ranks`
 (the children import this module): a 4-block transformer-ish model (embedding, attention and
 MLP blocks with LayerNorm, head) with `fully_shard` on each block and on the root, trained
-5 AdamW steps eagerly, with the whole model compiled (backends eager and aot_eager) and with
-each block compiled; what each
+5 AdamW steps eagerly, with the whole model compiled (backends eager and aot_eager; and with
+bfloat16 parameters, against eager with the same policy) and with each block compiled; what each
 run gave (losses, full weights, graphs, breaks) reported back to `test_fsdp2.py`."""
 from __future__ import annotations
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.distributed.fsdp import fully_shard
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
 import bytegraph
 
@@ -51,16 +51,21 @@ class Transformer(nn.Module):
         return self.head(self.ln(x))
 
 
-def _sharded_model(compile_blocks_first: bool = False) -> Transformer:
+def _sharded_model(compile_blocks_first: bool = False, **options) -> Transformer:
     torch.manual_seed(0)
     model = Transformer()
     if compile_blocks_first:  # as torchtitan orders it: compiled blocks, then fully_shard
         for i, block in enumerate(model.blocks):
             model.blocks[i] = bytegraph.compile(block)
     for block in model.blocks:
-        fully_shard(block)
-    fully_shard(model)
+        fully_shard(block, **options)
+    fully_shard(model, **options)
     return model
+
+
+def _bf16_params() -> dict:
+    """Mixed precision: the pre-forward hook casts the parameters and the float inputs to bfloat16."""
+    return dict(mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32))
 
 
 def _train(model: Transformer, call, rank: int) -> dict:
@@ -97,6 +102,11 @@ def _whole_model_aot_eager():  # the graphs under AOT autograd: FSDP2 frees and 
     return _whole_model("aot_eager")
 
 
+def _whole_model_bf16_params():
+    model = _sharded_model(**_bf16_params())
+    return model, bytegraph.compile(model)
+
+
 def _each_block():
     model = _sharded_model()
     for i, block in enumerate(model.blocks):
@@ -116,8 +126,10 @@ def run_fsdp2(rank: int, world: int) -> dict:
 
     model = _sharded_model()
     report = {"eager": _train(model, model, rank)}
+    model = _sharded_model(**_bf16_params())
+    report["eager_bf16_params"] = _train(model, model, rank)
     for name, build in (("whole_model", _whole_model), ("whole_model_aot_eager", _whole_model_aot_eager),
-                        ("each_block", _each_block),
+                        ("whole_model_bf16_params", _whole_model_bf16_params), ("each_block", _each_block),
                         ("each_block_before_fully_shard", _each_block_before_fully_shard)):
         try:
             report[name] = _compiled_run(build, rank)

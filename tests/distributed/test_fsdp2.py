@@ -1,7 +1,8 @@
 """FSDP2 (`fully_shard` on each block and on the root) under bytegraph on 2 ranks (gloo over
 127.0.0.1, `rank_runner`): 5 AdamW steps of a 4-block transformer (`fsdp2_cases.py`) give
 eager FSDP2's losses and full weights, with the whole model compiled (the eager and aot_eager
-backends) and with each block compiled. FSDP2's hooks run eagerly around each sharded module's compiled forward (Note
+backends; bfloat16 parameters by FSDP2's mixed precision policy) and with each block
+compiled. FSDP2's hooks run eagerly around each sharded module's compiled forward (Note
 [Hooks run eagerly around a compiled forward] in vars/hooks/module.py), one graph break per
 sharded module's call.
 
@@ -25,13 +26,14 @@ from rank_runner import run_on_ranks
 pytestmark = [pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not available"),
               pytest.mark.xdist_group("process_groups")]  # one worker runs the distributed modules
 
-TORCH_COMPILE_GRAPHS = {"whole_model": 2, "each_block": 2}  # the docstring's reference run
-BYTEGRAPH_GRAPHS = {"whole_model": 4, "whole_model_aot_eager": 4, "each_block": 2}
+BYTEGRAPH_GRAPHS = {  # torch.compile's: the docstring
+    "whole_model": 4, "whole_model_aot_eager": 4, "whole_model_bf16_params": 4, "each_block": 2}
 # Breaks taken, one per capture that reaches a sharded module's call: whole model, the root's
 # call, then block 0's in Transformer.forward and each later block's in its loop's resume
 # function (one entry per position); each block, its call (the two Attention blocks share a
 # compiled call, as the two MLPs do).
-BYTEGRAPH_BREAKS = {"whole_model": 5, "whole_model_aot_eager": 5, "each_block": 2}
+BYTEGRAPH_BREAKS = {"whole_model": 5, "whole_model_aot_eager": 5, "whole_model_bf16_params": 5, "each_block": 2}
+EAGER = {"whole_model_bf16_params": "eager_bf16_params"}  # the eager run each compiled one is compared with
 FSDP_HOOK = "a hook of FSDP2 (fully_shard)"
 
 
@@ -53,15 +55,15 @@ def _same_training(eager, run):
         torch.testing.assert_close(torch.tensor(got), torch.tensor(want))
 
 
-@pytest.mark.parametrize("name", ["whole_model", "whole_model_aot_eager", "each_block"])
+@pytest.mark.parametrize("name", ["whole_model", "whole_model_aot_eager", "whole_model_bf16_params", "each_block"])
 def test_fsdp2_training_matches_eager(two_ranks, name):
     for rank, report in enumerate(two_ranks):
-        run = _compiled(report, name)
-        _same_training(report["eager"], run)
-        assert len(set(report["eager"]["losses"])) == fsdp2_cases.STEPS, f"rank {rank}: the loss never moved"
+        eager = report[EAGER.get(name, "eager")]
+        _same_training(eager, _compiled(report, name))
+        assert len(set(eager["losses"])) == fsdp2_cases.STEPS, f"rank {rank}: the loss never moved"
 
 
-@pytest.mark.parametrize("name", ["whole_model", "whole_model_aot_eager", "each_block"])
+@pytest.mark.parametrize("name", sorted(BYTEGRAPH_GRAPHS))
 def test_fsdp2_graphs_break_only_at_its_hooks(two_ranks, name):
     for rank, report in enumerate(two_ranks):
         run = _compiled(report, name)
