@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch.distributed.fsdp._fully_shard._fsdp_common import _dynamo_disable
 
 from hook_helpers import FAST_BACKENDS, differential
+
+if not torch.distributed.is_available():
+    pytest.skip("torch.distributed (FSDP2) is not available", allow_module_level=True)
+
+from torch.distributed.fsdp._fully_shard._fsdp_common import _dynamo_disable  # noqa: E402
 
 
 class Block(torch.nn.Module):
