@@ -508,12 +508,12 @@ def _reconstruct_callee(cg, vt, compile_fn) -> None:
     elif callee[1] is None:
         _compiled_at_runtime(cg, callee[0], compile_fn)
     else:
-        _bound_compiled(cg, callee[0], callee[1], compile_fn)
+        _bound_compiled(cg, *callee[:2], compile_fn, *callee[2:])
 
 
-def _bound_compiled(cg, fn_vt, obj_vt, compile_fn) -> None:
-    """Push `types.MethodType(compile_fn(<fn>), <obj>)`."""
-    cg.push_callable_const(types.MethodType)
+def _bound_compiled(cg, fn_vt, obj_vt, compile_fn, binder=types.MethodType) -> None:
+    """Push `binder(compile_fn(<fn>), <obj>)` (a method, unless the callee names its binder)."""
+    cg.push_callable_const(binder)
     _compiled_at_runtime(cg, fn_vt, compile_fn)
     cg.reconstruct(obj_vt)
     cg.call(2)

@@ -260,7 +260,8 @@ class VariableTracker:
 
     def compiled_callee(self, tx: TraceContext):
         """How a graph-broken call to this value runs compiled by bytegraph: (a user
-        function tracker, the tracker it is bound to or None), or None (called as itself)."""
+        function tracker, the tracker it is bound to or None), or None (called as itself);
+        a third item, a real callable, binds them instead of `types.MethodType`."""
         return None
 
     def inlined_function(self):

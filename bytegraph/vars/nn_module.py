@@ -56,7 +56,8 @@ from .constant import ConstantVariable
 from .containers import DictVariable, TupleVariable
 from .functions import BoundMethodVariable, bind_arguments
 from .lazy_int import wrap_int
-from .hooks.module import REGISTRATION_METHODS, break_on_backward_hooks, registration_break
+from .hooks.module import (REGISTRATION_METHODS, break_on_backward_hooks, forward_hooks_around, has_skipped_hooks,
+                           registration_break)
 from .class_lookup import class_dict_source, class_lookup, is_data_descriptor
 from .classes import guard_class_attribute
 from .objects import DELETED, UserObjectVariable
@@ -324,13 +325,20 @@ class NNModuleVariable(UserObjectVariable):
 
     def compiled_callee(self, tx):
         """A module without hooks (now guarded) is called as `forward(module, ...)`, its
-        class's `forward` compiled by bytegraph."""
+        class's `forward` compiled by bytegraph; one with a hook torch marks as not for
+        compilers (FSDP2's) as `forward_hooks_around(<that forward>, module)(...)`: the hooks
+        run eagerly around it (Note [Hooks run eagerly around a compiled forward], which
+        checks at each call what it does not model)."""
         if self.source is None:
             return None
         owner, forward = class_lookup(type(self.value), "forward")
-        if not (isinstance(forward, types.FunctionType) and factory.is_traceable(forward)) or self.has_hooks(tx):
+        if not (isinstance(forward, types.FunctionType) and factory.is_traceable(forward)):
             return None
-        return tx.wrap(forward, class_dict_source(owner, "forward")), self
+        if not self.has_hooks(tx):
+            return tx.wrap(forward, class_dict_source(owner, "forward")), self
+        if has_skipped_hooks(self.value):
+            return tx.wrap(forward, class_dict_source(owner, "forward")), self, forward_hooks_around
+        return None
 
     def has_hooks(self, tx) -> bool:
         """Whether a call must run `Module._call_impl`'s hook logic (Note [Module call guard])."""

@@ -18,7 +18,8 @@
   functions are not inlined may be, by its code object's rule in `INLINED_CODE`: the
   functions of `os` that only read `os.environ`, `vars/environ.py`; or by its module and
   qualified name in `INLINED_NAMES`: pure helpers of torch's compiler plumbing, looked up
-  by name so that bytegraph never imports their module);
+  by name so that bytegraph never imports their module; `NAMED_BREAKS`, by the same key, are
+  breaks of an inlined module: FSDP2's hooks);
 - HIGHER_ORDER: a higher-order op (`torch.cond`, `map`, `wrap`, `checkpoint`) whose
   callable arguments are traced as subgraphs (`vars/hops/`);
 - BREAK: a call is a graph break; the rule says why and how to avoid it (a Python function
@@ -57,6 +58,7 @@ from .made_modules import MODULE_INIT
 from .numpy_calls import FOLDED_CLASSES as NUMPY_FOLDED_CLASSES
 from .legacy_tensor_types import RULES as LEGACY_TENSOR_TYPES
 from .hops import HIGHER_ORDER_OPS
+from .hooks.module import SKIPPED_HOOK_WRAPPER
 from .builtins import HANDLERS, BuiltinVariable
 from .polyfills import registry as polyfill_registry
 from .polyfills.registry import POLYFILLS
@@ -215,6 +217,19 @@ INLINED_NAMES = {
 }
 
 
+# Python functions of an inlined module that are breaks, by (module, qualified name): the
+# wrapper FSDP2 puts on its hooks (vars/hooks/module.py), looked up by name so that bytegraph
+# never imports FSDP2.
+NAMED_BREAKS = {
+    SKIPPED_HOOK_WRAPPER: Rule(
+        Kind.BREAK, "a hook of FSDP2 (fully_shard), which torch marks as not for compilers: it unshards and "
+                    "reshards parameters with collectives and attaches autograd hooks",
+        category="unsupported call",
+        hint="a module's FSDP2 hooks run eagerly around its forward, compiled on its own (Note [Hooks run "
+             "eagerly around a compiled forward])"),
+}
+
+
 _TORCH_OP = Rule(Kind.GRAPH_OP, "a torch op by the rule of vars/torch_op_rule.py (fake propagation decides)",
                  TorchFunctionVariable)
 _DERIVED: dict = {}  # torch namespace C function -> its derived rule (Note in the module docstring)
@@ -283,8 +298,9 @@ def python_rule(module: str) -> Rule:
 
 def function_rule(module: str, code: types.CodeType) -> Rule:
     """The rule of a Python function of module `module` with code `code`: its own
-    (`INLINED_CODE`, `INLINED_NAMES`), else its module's (`python_rule`)."""
-    return INLINED_CODE.get(code) or INLINED_NAMES.get((module, code.co_qualname)) or python_rule(module)
+    (`INLINED_CODE`, `INLINED_NAMES`, `NAMED_BREAKS`), else its module's (`python_rule`)."""
+    return (INLINED_CODE.get(code) or INLINED_NAMES.get((module, code.co_qualname))
+            or NAMED_BREAKS.get((module, code.co_qualname)) or python_rule(module))
 
 
 def is_traceable(fn: types.FunctionType) -> bool:
