@@ -1,17 +1,19 @@
 """A DDP training step on 2 ranks (issue 40 item 5): `python -m bench.ddp_step [--backends
-aot_eager,inductor] [--steps N] [--model mlp|transformer] [--layers L] [--width W] [--bucket-cap-mb MB]`.
+aot_eager,inductor] [--steps N] [--model mlp|transformer] [--layers L] [--width W]
+[--bucket-cap-mb MB]` (`make bench-dist`).
 
-Two processes (gloo over 127.0.0.1) train an MLP of `--layers` (8) x (Linear(W, W) + ReLU),
-W = `--width` (1024), batch 64, or (`--model transformer`) `--layers` pre-norm transformer blocks
-of width W (attention with 4 heads, MLP 4x), batch 8 x 32 tokens, SGD, in DistributedDataParallel with `bucket_cap_mb` (8): eagerly,
-as `DDP(bytegraph.compile(m))` split at DDP's buckets (`config.optimize_ddp`, Note [DDP bucket
-splits]) and unsplit, and as `DDP(torch.compile(m))` (the reference, split by its DDPOptimizer,
-and unsplit with `torch._dynamo.config.optimize_ddp = False`), for each backend. Each way: 3
-warm-up steps (the compile, DDP's bucket rebuild), then `--steps` (10) timed steps; printed, from
-rank 0: the median step time, the graphs the backend got, and the overlap, the share of the
-all-reduce time (a comm hook's start to its future's completion, per bucket) that falls before
-the backward reaches the input (a hook on the input's gradient: the backward's compute is over),
-averaged over the timed steps. Both ranks run on a shared machine's cores: rough figures.
+Two processes (gloo over 127.0.0.1) train an MLP of `--layers` (8) x (Linear(W, W) + ReLU), W =
+`--width` (1024), batch 64, or (`--model transformer`) `--layers` pre-norm transformer blocks of
+width W (attention with 4 heads, MLP 4x), batch 8 x 32 tokens, SGD, in DistributedDataParallel
+with `bucket_cap_mb` (8): eagerly, as `DDP(bytegraph.compile(m))` split at DDP's buckets
+(`config.optimize_ddp`, Note [DDP bucket splits]) and unsplit, and as `DDP(torch.compile(m))` (the
+reference, split by its DDPOptimizer, and unsplit with `torch._dynamo.config.optimize_ddp =
+False`), for each backend. Each way: 3 warm-up steps (the compile, DDP's bucket rebuild), then
+`--steps` (10) timed steps; printed, from rank 0: the median step time, the graphs the backend
+got, and the overlap, the share of the all-reduce time (a comm hook's start to its future's
+completion, per bucket) that falls before the backward reaches the input (a hook on the input's
+gradient: the backward's compute is over), averaged over the timed steps. Both ranks run on a
+shared machine's cores: rough figures.
 """
 from __future__ import annotations
 

@@ -30,13 +30,14 @@ two (`bench/ddp_step.py`: 5 graphs there, 4 here). Ops left before the first par
 forward order join the first piece.
 Not split, with the reason on the `ddp` log (the graph then goes whole to the backend, which is
 correct, only without the overlap): a graph captured with grad mode off (no backward), one whose
-parameters fit one bucket, a graph holding bodies of higher-order ops (`get_attr`) or of
-repeated blocks (`call_module`), a grad-mode or autocast switch (state that crosses pieces), or
-where a value passed between pieces aliases another one or an input, or has no example value. Each piece gets, as example inputs,
-the graph's own for its inputs and, for values made by an earlier piece: with static shapes
-(real example inputs) a real zero tensor of the value's size, stride and `requires_grad`, with
-symbolic sizes the capture's fake value; with symbolic sizes, a size symbol no input carries
-alone becomes an input of the pieces (`_size_inputs`), read from the graph's inputs per call.
+parameters fit one bucket, a graph holding bodies of higher-order ops (`get_attr`) or of repeated
+blocks (`call_module`), a grad-mode or autocast switch (state that crosses pieces), or where a
+value passed between pieces aliases another one or an input, or has no example value. Each piece
+gets, as example inputs, the graph's own for its inputs and, for values made by an earlier piece:
+with static shapes (real example inputs) a real zero tensor of the value's size, stride and
+`requires_grad`, with symbolic sizes the capture's fake value; with symbolic sizes, a size symbol
+no input carries alone becomes an input of the pieces (`_size_inputs`), read from the graph's
+inputs per call.
 Every piece returns a tuple, as every captured graph. Read at capture: the switch, the DDP
 module and its caps; an entry once split stays split.
 Counting: `explain` and a counting backend see one graph per piece (as torch.compile's);
