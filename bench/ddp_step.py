@@ -8,12 +8,13 @@ width W (attention with 4 heads, MLP 4x), batch 8 x 32 tokens, SGD, in Distribut
 with `bucket_cap_mb` (8): eagerly, as `DDP(bytegraph.compile(m))` split at DDP's buckets
 (`config.optimize_ddp`, Note [DDP bucket splits]) and unsplit, and as `DDP(torch.compile(m))` (the
 reference, split by its DDPOptimizer, and unsplit with `torch._dynamo.config.optimize_ddp =
-False`), for each backend. Each way: 3 warm-up steps (the compile, DDP's bucket rebuild), then
-`--steps` (10) timed steps; printed, from rank 0: the median step time, the graphs the backend
-got, and the overlap, the share of the all-reduce time (a comm hook's start to its future's
-completion, per bucket) that falls before the backward reaches the input (a hook on the input's
-gradient: the backward's compute is over), averaged over the timed steps. Both ranks run on a
-shared machine's cores: rough figures.
+False`), for each backend. Each way is built and warmed up by 3 steps (the compile, DDP's bucket
+rebuild; each way's switch read then), then `--steps` (10) rounds time one step of every way, the
+order rotating (the ways' times share the machine's drift); printed, from rank 0: the median step
+time, the graphs the backend got, and the overlap, the share of the all-reduce time (a comm hook's
+start to its future's completion, per bucket) that falls before the backward reaches the input (a
+hook on the input's gradient: the backward's compute is over), averaged over the timed steps. Both
+ranks run on a shared machine's cores: rough figures.
 """
 from __future__ import annotations
 
@@ -79,85 +80,89 @@ def _input(args) -> torch.Tensor:
 
 
 def _model(way: str, backend: str, args, graphs: list):
-    """The DDP module of `way`; each graph a backend compiles is appended to `graphs`."""
+    """The DDP module of `way`; each graph a backend compiles is appended to `graphs`. The
+    switch a way sets is read when its model first runs (`_Way` warms it up right away)."""
     mlp = (_mlp if args.model == "mlp" else _transformer)(args.layers, args.width)
     if way == "eager":
         return DDP(mlp, bucket_cap_mb=args.bucket_cap_mb)
     if way.startswith("bytegraph"):
         inner = lookup_backend(backend)
-        bytegraph.reset()
         bytegraph.config.optimize_ddp = way == "bytegraph split"
         compiled = bytegraph.compile(mlp, backend=lambda gm, ex: graphs.append(gm) or inner(gm, ex))
         return DDP(compiled, bucket_cap_mb=args.bucket_cap_mb)
     import torch._dynamo  # the reference only
     from torch._dynamo.backends.registry import lookup_backend as torch_backend
 
-    torch._dynamo.reset()
     torch._dynamo.config.optimize_ddp = way == "torch.compile split"
     inner = torch_backend(backend)
     compiled = torch.compile(mlp, backend=lambda gm, ex: graphs.append(gm) or inner(gm, ex))
     return DDP(compiled, bucket_cap_mb=args.bucket_cap_mb)
 
 
-def _step_times(model, args, rank: int) -> tuple:
-    """(the timed steps' seconds, their overlap shares)."""
-    world = dist.get_world_size()
-    spans, reached = [], []
+class _Way:
+    """One way of training: its DDP model (compiled by its own backend callable, so no two
+    ways share a compiled entry), its optimizer, and its timed steps and overlap shares."""
 
-    def comm_hook(state, bucket):
+    def __init__(self, way: str, backend: str, args, rank: int):
+        self.way, self.backend, self.args, self.rank = way, backend, args, rank
+        self.graphs = []
+        self.model = _model(way, backend, args, self.graphs)
+        self.spans, self.reached, self.times, self.overlaps = [], [], [], []
+        self.model.register_comm_hook(None, self._comm_hook)
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01)
+        for step in range(3):  # the compile, DDP's bucket rebuild
+            self.step(step, timed=False)
+
+    def _comm_hook(self, state, bucket):
         start = time.perf_counter()
-        fut = dist.all_reduce(bucket.buffer().div_(world), async_op=True).get_future()
+        fut = dist.all_reduce(bucket.buffer().div_(dist.get_world_size()), async_op=True).get_future()
 
         def done(f):
-            spans.append((start, time.perf_counter()))
+            self.spans.append((start, time.perf_counter()))
             return f.value()[0]
 
         return fut.then(done)
 
-    model.register_comm_hook(None, comm_hook)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    times, overlaps = [], []
-    for step in range(3 + args.steps):
-        torch.manual_seed(rank * 1000 + step)
-        x = _input(args)
-        x.register_hook(lambda g: reached.append(time.perf_counter()))
-        spans.clear()
-        reached.clear()
+    def step(self, step: int, timed: bool = True) -> None:
+        torch.manual_seed(self.rank * 1000 + step)
+        x = _input(self.args)
+        x.register_hook(lambda g: self.reached.append(time.perf_counter()))
+        self.spans.clear()
+        self.reached.clear()
         dist.barrier()
         started = time.perf_counter()
-        opt.zero_grad()
-        model(x).pow(2).mean().backward()
-        opt.step()
+        self.opt.zero_grad()
+        self.model(x).pow(2).mean().backward()
+        self.opt.step()
         elapsed = time.perf_counter() - started
-        if step >= 3:
-            times.append(elapsed)
-            total = sum(end - start for start, end in spans)
-            before = sum(max(0.0, min(end, reached[0]) - start) for start, end in spans)
-            overlaps.append(before / total if total else 0.0)
-    return times, overlaps
+        if timed:
+            self.times.append(elapsed)
+            total = sum(end - start for start, end in self.spans)
+            before = sum(max(0.0, min(end, self.reached[0]) - start) for start, end in self.spans)
+            self.overlaps.append(before / total if total else 0.0)
+
+    def row(self) -> dict:
+        return dict(way=self.way, backend="-" if self.way == "eager" else self.backend,
+                    ms=statistics.median(self.times) * 1e3, graphs=len(self.graphs),
+                    overlap=statistics.mean(self.overlaps))
 
 
 def _rank(rank: int, world: int, port: int, args, out_path: str) -> None:
     torch.set_num_threads(1)
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
     dist.init_process_group("gloo", rank=rank, world_size=world)
-    rows = []
+    backends = args.backends.split(",")
     try:
-        for backend in args.backends.split(","):
-            for way in WAYS:
-                if way == "eager" and backend != args.backends.split(",")[0]:
-                    continue
-                graphs = []
-                model = _model(way, backend, args, graphs)
-                times, overlaps = _step_times(model, args, rank)
-                rows.append(dict(way=way, backend="-" if way == "eager" else backend,
-                                 ms=statistics.median(times) * 1e3, graphs=len(graphs),
-                                 overlap=statistics.mean(overlaps)))
+        ways = [_Way(way, backend, args, rank) for backend in backends for way in WAYS
+                if way != "eager" or backend == backends[0]]
+        for step in range(args.steps):  # a step of every way per round, the order rotating
+            for i in range(len(ways)):
+                ways[(step + i) % len(ways)].step(3 + step)
     finally:
         dist.destroy_process_group()
     if rank == 0:
         with open(out_path, "w") as f:
-            json.dump(rows, f)
+            json.dump([way.row() for way in ways], f)
 
 
 def main(argv=None) -> None:
