@@ -109,6 +109,11 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, reals: list, b
     """`backend(gm, example_inputs)`, or, when a DDP module of `ddp_modules` owns parameters among
     the graph's inputs (`reals`: the real tensor of each placeholder), the outer GraphModule's
     forward over the pieces, each compiled by `backend` (Note [DDP bucket splits])."""
+    # No cell in this function and nothing allocated before the backend's call when nothing is
+    # split: collection is back on here, and a capture's own work must not start one (Note [GC
+    # paused during a capture]).
+    if not ddp_modules:
+        return backend(gm, example_inputs)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     ddp, params = _owner(ddp_modules, placeholders, reals)
     if ddp is None:
@@ -131,7 +136,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, reals: list, b
     partition = {node: i for i, bucket in enumerate(buckets) for node in bucket.nodes}
     sizes = _size_inputs(gm, placeholders)
     try:
-        outer = split_module(gm, None, lambda node: partition[node], keep_original_order=True, tuple_return=True)
+        outer = split_module(gm, None, partition.__getitem__, keep_original_order=True, tuple_return=True)
     finally:
         for node, _, _ in sizes:
             gm.graph.erase_node(node)
@@ -140,14 +145,18 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, reals: list, b
     for node in outer.graph.nodes:
         if node.op == "call_module":
             piece = getattr(outer, node.target)
-            inputs = [examples[p.name] for p in piece.graph.nodes if p.op == "placeholder"]
-            outer.add_submodule(node.target, _Compiled(backend(piece, inputs)))
+            outer.add_submodule(node.target, _Compiled(backend(piece, _piece_inputs(piece, examples))))
     outer.recompile()
-    if not sizes:
-        return outer.forward
-    size_of = [(index, dim) for _, index, dim in sizes]
+    return _with_sizes(outer, [(index, dim) for _, index, dim in sizes]) if sizes else outer.forward
 
-    def forward(*args):  # the sizes the pieces take as inputs, from the graph's inputs
+
+def _piece_inputs(piece: torch.fx.GraphModule, examples: dict) -> list:
+    return [examples[p.name] for p in piece.graph.nodes if p.op == "placeholder"]
+
+
+def _with_sizes(outer: torch.fx.GraphModule, size_of: list):
+    """`outer` called with the sizes its pieces take as inputs, read from the graph's inputs."""
+    def forward(*args):
         return outer(*args, *[args[index].size(dim) for index, dim in size_of])
 
     return forward

@@ -264,11 +264,11 @@ def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend,
     example_inputs = [real for _, _, real in output.inputs] if output.shapes is None else \
         [vt.example for _, vt, _ in output.inputs]
     grad_mode = torch.is_grad_enabled()
+    reals = [real for _, _, real in output.inputs]
     with gc_pause.resumed():  # Note [GC paused during a capture]
         started = time.perf_counter()
         try:
-            compiled = ddp_split.compile_graph(gm, example_inputs, [real for _, _, real in output.inputs], backend,
-                                               ddp_modules)
+            compiled = ddp_split.compile_graph(gm, example_inputs, reals, backend, ddp_modules)
         finally:  # a backend that runs the graph (AOT autograd traces it) may leave its grad mode set
             torch._C._set_grad_enabled(grad_mode)
         backend_seconds = time.perf_counter() - started
