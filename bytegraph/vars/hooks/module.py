@@ -167,26 +167,19 @@ def _call_with_forward_hooks(forward, module, *args, **kwargs):
 
 def _always_called_hooks(module, args, kwargs, result, called: set) -> None:
     """The `always_call` forward hooks not run yet, after the call raised (their own
-    exceptions silenced with eager's warning)."""
+    exceptions silenced with eager's warning): the global ones (never given kwargs), then the
+    module's, as `Module._call_impl` runs them."""
     m = _module_mod
-    for hook_id, hook in m._global_forward_hooks.items():
-        if hook_id in m._global_forward_hooks_always_called and hook_id not in called:
-            try:
-                new = hook(module, args, result)
-                if new is not None:
-                    result = new
-            except Exception as e:
-                warnings.warn("global module forward hook with ``always_call=True`` raised an exception "
-                              f"that was silenced as another error was raised in forward: {str(e)}", stacklevel=3)
-    for hook_id, hook in module._forward_hooks.items():
-        if hook_id in module._forward_hooks_always_called and hook_id not in called:
-            try:
-                if hook_id in module._forward_hooks_with_kwargs:
-                    new = hook(module, args, kwargs, result)
-                else:
-                    new = hook(module, args, result)
-                if new is not None:
-                    result = new
-            except Exception as e:
-                warnings.warn("module forward hook with ``always_call=True`` raised an exception "
-                              f"that was silenced as another error was raised in forward: {str(e)}", stacklevel=3)
+    tables = ((m._global_forward_hooks, m._global_forward_hooks_always_called, (), "global module forward hook"),
+              (module._forward_hooks, module._forward_hooks_always_called, module._forward_hooks_with_kwargs,
+               "module forward hook"))
+    for hooks, always_called, with_kwargs, what in tables:
+        for hook_id, hook in hooks.items():
+            if hook_id in always_called and hook_id not in called:
+                try:
+                    new = hook(module, args, kwargs, result) if hook_id in with_kwargs else hook(module, args, result)
+                    if new is not None:
+                        result = new
+                except Exception as e:
+                    warnings.warn(f"{what} with ``always_call=True`` raised an exception that was silenced as "
+                                  f"another error was raised in forward: {str(e)}", stacklevel=3)
