@@ -122,6 +122,9 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, reals: list, b
         _log.info("graph not split at DDP buckets: grad mode is off (no backward for DDP's all-reduce to overlap)")
         return backend(gm, example_inputs)
     buckets, why_not = _buckets(gm, params, _caps(ddp))
+    partition = {node: i for i, bucket in enumerate(buckets or ()) for node in bucket.nodes}
+    if why_not is None:
+        why_not = _crossing_problem(gm, partition)
     if why_not is not None:
         _log.info("graph not split at DDP buckets: %s", why_not)
         return backend(gm, example_inputs)
@@ -133,7 +136,6 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, reals: list, b
     for line in descriptions:
         _log.info("%s", line)
     gm.meta["bg_ddp_splits"] = descriptions
-    partition = {node: i for i, bucket in enumerate(buckets) for node in bucket.nodes}
     sizes = _size_inputs(gm, placeholders)
     try:
         outer = split_module(gm, None, partition.__getitem__, keep_original_order=True, tuple_return=True)
@@ -236,13 +238,12 @@ def _buckets(gm: torch.fx.GraphModule, params: dict, caps: list) -> tuple:
     if len(buckets) > 1 and not buckets[-1].params:  # ops before the first parameter: into the first piece
         buckets[-2].nodes.extend(buckets.pop().nodes)
     buckets.reverse()
-    why_not = _crossing_problem(gm, buckets)
-    return (None, why_not) if why_not is not None else (buckets, None)
+    return buckets, None
 
 
-def _crossing_problem(gm: torch.fx.GraphModule, buckets: list) -> str | None:
-    """Why the values passed between pieces cannot get example inputs (None: they can)."""
-    piece = {node: i for i, bucket in enumerate(buckets) for node in bucket.nodes}
+def _crossing_problem(gm: torch.fx.GraphModule, piece: dict) -> str | None:
+    """Why the values passed between pieces (`piece`: op node -> its piece) cannot get example
+    inputs (None: they can)."""
     storages = {}
     for node in gm.graph.nodes:
         crosses = node.op == "placeholder" or any(
