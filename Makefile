@@ -71,8 +71,8 @@ bench: $(STAMP)
 # split at DDP's buckets and unsplit, torch.compile split and unsplit, aot_eager and inductor; an
 # 8-layer MLP, then a 4-block transformer.
 bench-dist: $(STAMP)
-	OMP_NUM_THREADS=1 $(PY) -m bench.ddp_step --backends aot_eager,inductor --steps 20
-	OMP_NUM_THREADS=1 $(PY) -m bench.ddp_step --backends aot_eager,inductor --steps 20 --model transformer \
+	OMP_NUM_THREADS=1 $(PY) -m bench.ddp_step --backends aot_eager,inductor --steps 40
+	OMP_NUM_THREADS=1 $(PY) -m bench.ddp_step --backends aot_eager,inductor --steps 40 --model transformer \
 		--layers 4 --width 256 --bucket-cap-mb 1
 
 # Every architecture transformers can build from its config classes, shrunk to tiny sizes, and

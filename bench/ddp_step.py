@@ -1,6 +1,6 @@
 """A DDP training step on 2 ranks (issue 40 item 5): `python -m bench.ddp_step [--backends
 aot_eager,inductor] [--steps N] [--model mlp|transformer] [--layers L] [--width W]
-[--bucket-cap-mb MB]` (`make bench-dist`).
+[--bucket-cap-mb MB] [--ways W,...]` (`make bench-dist`).
 
 Two processes (gloo over 127.0.0.1) train an MLP of `--layers` (8) x (Linear(W, W) + ReLU), W =
 `--width` (1024), batch 64, or (`--model transformer`) `--layers` pre-norm transformer blocks of
@@ -107,7 +107,7 @@ class _Way:
         self.way, self.backend, self.args, self.rank = way, backend, args, rank
         self.graphs = []
         self.model = _model(way, backend, args, self.graphs)
-        self.spans, self.reached, self.times, self.overlaps = [], [], [], []
+        self.spans, self.reached, self.times, self.forwards, self.overlaps = [], [], [], [], []
         self.model.register_comm_hook(None, self._comm_hook)
         self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01)
         for step in range(3):  # the compile, DDP's bucket rebuild
@@ -132,19 +132,22 @@ class _Way:
         dist.barrier()
         started = time.perf_counter()
         self.opt.zero_grad()
-        self.model(x).pow(2).mean().backward()
+        out = self.model(x)
+        forward = time.perf_counter() - started
+        out.pow(2).mean().backward()
         self.opt.step()
         elapsed = time.perf_counter() - started
         if timed:
             self.times.append(elapsed)
+            self.forwards.append(forward)
             total = sum(end - start for start, end in self.spans)
             before = sum(max(0.0, min(end, self.reached[0]) - start) for start, end in self.spans)
             self.overlaps.append(before / total if total else 0.0)
 
     def row(self) -> dict:
         return dict(way=self.way, backend="-" if self.way == "eager" else self.backend,
-                    ms=statistics.median(self.times) * 1e3, graphs=len(self.graphs),
-                    overlap=statistics.mean(self.overlaps))
+                    ms=statistics.median(self.times) * 1e3, forward_ms=statistics.median(self.forwards) * 1e3,
+                    graphs=len(self.graphs), overlap=statistics.mean(self.overlaps), times=self.times)
 
 
 def _rank(rank: int, world: int, port: int, args, out_path: str) -> None:
@@ -153,7 +156,7 @@ def _rank(rank: int, world: int, port: int, args, out_path: str) -> None:
     dist.init_process_group("gloo", rank=rank, world_size=world)
     backends = args.backends.split(",")
     try:
-        ways = [_Way(way, backend, args, rank) for backend in backends for way in WAYS
+        ways = [_Way(way, backend, args, rank) for backend in backends for way in args.ways.split(",")
                 if way != "eager" or backend == backends[0]]
         for step in range(args.steps):  # a step of every way per round, the order rotating
             for i in range(len(ways)):
@@ -173,7 +176,10 @@ def main(argv=None) -> None:
     parser.add_argument("--width", type=int, default=1024)
     parser.add_argument("--model", choices=("mlp", "transformer"), default="mlp")
     parser.add_argument("--bucket-cap-mb", type=float, default=8)
+    parser.add_argument("--ways", default=",".join(WAYS), help=f"comma-separated, of: {', '.join(WAYS)}")
     args = parser.parse_args(argv)
+    if unknown := set(args.ways.split(",")) - set(WAYS):
+        parser.error(f"unknown ways: {', '.join(sorted(unknown))}")
     with tempfile.TemporaryDirectory() as tmp:
         out_path = os.path.join(tmp, "rows.json")
         mp.spawn(_rank, args=(2, _free_port(), args, out_path), nprocs=2, join=True)
@@ -182,9 +188,29 @@ def main(argv=None) -> None:
     model = f"MLP {args.layers} x Linear({args.width}, {args.width}) + ReLU, batch 64" if args.model == "mlp" \
         else f"transformer {args.layers} blocks of width {args.width} (4 heads, MLP 4x), batch 8 x 32 tokens"
     print(f"DDP step, 2 ranks (gloo), {model}, bucket_cap_mb={args.bucket_cap_mb:g}, median of {args.steps} steps")
-    print(f"{'way':<24}{'backend':<11}{'step ms':>9}{'graphs':>8}{'overlap':>9}")
+    print(f"{'way':<24}{'backend':<11}{'step ms':>9}{'forward':>9}{'graphs':>8}{'overlap':>9}")
     for row in rows:
-        print(f"{row['way']:<24}{row['backend']:<11}{row['ms']:>9.1f}{row['graphs']:>8}{row['overlap']:>9.0%}")
+        print(f"{row['way']:<24}{row['backend']:<11}{row['ms']:>9.1f}{row['forward_ms']:>9.2f}{row['graphs']:>8}"
+              f"{row['overlap']:>9.0%}")
+    _print_paired(rows)
+
+
+def _print_paired(rows: list) -> None:
+    """bytegraph's step minus torch.compile's in the same round, same backend and splitting: the
+    two ran back to back, so the machine's drift cancels; the median difference and the rounds in
+    which bytegraph's step was not slower."""
+    by_way = {(row["way"], row["backend"]): row["times"] for row in rows}
+    print("paired, bytegraph - torch.compile step in the same round:")
+    for (way, backend), times in by_way.items():
+        if not way.startswith("bytegraph"):
+            continue
+        other = by_way.get((way.replace("bytegraph", "torch.compile"), backend))
+        if other is None:
+            continue
+        diffs = [(mine - theirs) * 1e3 for mine, theirs in zip(times, other)]
+        kept = sum(d <= 0 for d in diffs)
+        print(f"  {way.split()[1]:<8} {backend:<10} median {statistics.median(diffs):+.2f} ms, "
+              f"bytegraph not slower in {kept} of {len(diffs)} rounds")
 
 
 if __name__ == "__main__":

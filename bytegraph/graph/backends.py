@@ -2,7 +2,9 @@
 `backend(gm, example_inputs) -> callable`).
 
 Named backends: "eager" runs the GraphModule's own forward, "aot_eager" runs torch's
-AOT autograd with no-op compilers, "inductor" runs torch's inductor `compile_fx`.
+AOT autograd with no-op compilers (as torch.compile's "aot_eager": the min-cut partitioner, which
+recomputes cheap ops in the backward rather than saving them, and in-place updates of inputs
+kept in an inference graph), "inductor" runs torch's inductor `compile_fx`.
 
 Note [Inductor's caches]
 torch's FX graph cache and AOT autograd cache serve `compile_fx` only inside a
@@ -34,8 +36,11 @@ def _nop(gm: torch.fx.GraphModule, example_inputs):
 
 def _aot_eager(gm: torch.fx.GraphModule, example_inputs):
     from torch._functorch.aot_autograd import aot_module_simplified  # local: start-up cost, only for this backend
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
 
-    return aot_module_simplified(gm, example_inputs, fw_compiler=_nop, bw_compiler=_nop)
+    return aot_module_simplified(gm, example_inputs, fw_compiler=_nop, bw_compiler=_nop,
+                                 partition_fn=min_cut_rematerialization_partition,
+                                 keep_inference_input_mutations=True)
 
 
 def _inductor(gm: torch.fx.GraphModule, example_inputs):
