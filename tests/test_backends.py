@@ -95,3 +95,31 @@ def test_inductor_backend_reduction_and_inplace_input():
         return (x * y).sum(dim=0), torch.softmax(y, dim=1)
 
     check(f, torch.randn(5, 4), torch.randn(5, 4, requires_grad=True), backend="inductor", rtol=1e-4, atol=1e-5)
+
+
+def _saved(out) -> list:
+    """What the backward of `out` (an AOT-compiled graph's result) keeps: per saved tensor, its
+    shape, strides, and whether it is one of the model's parameters itself (sorted: the two
+    systems order their graph inputs differently)."""
+    node = out.grad_fn
+    while type(node).__name__ != "CompiledFunctionBackward":
+        node = node.next_functions[0][0]
+    return sorted((tuple(t.shape), t.stride(), any(t is p for p in _saved.params)) for t in node.saved_tensors)
+
+
+def test_aot_eager_saves_parameters_as_torch_compile_does():
+    # Note [Inputs that live across calls]: a parameter lives across calls, so the partitioner
+    # saves it rather than its transpose, and recomputes the transpose in the backward, as
+    # under torch.compile's "aot_eager" (bytegraph used to save the transposed weights).
+    import torch._dynamo  # the reference only
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+    _saved.params = list(model.parameters())
+    x = torch.randn(3, 8, requires_grad=True)
+    ours = _saved(bytegraph.compile(model, backend="aot_eager")(x))
+    torch._dynamo.reset()
+    theirs = _saved(torch.compile(model, backend="aot_eager")(x))
+    assert ours == theirs
+    assert sum(is_param for _, _, is_param in ours) == 2  # both weights, not their transposes
+    check(lambda m, x: m(x).sum(), model, x, backend="aot_eager")

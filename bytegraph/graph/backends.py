@@ -6,6 +6,17 @@ AOT autograd with no-op compilers (as torch.compile's "aot_eager": the min-cut p
 recomputes cheap ops in the backward rather than saving them, and in-place updates of inputs
 kept in an inference graph), "inductor" runs torch's inductor `compile_fx`.
 
+Note [Inputs that live across calls]
+A graph input that is a module's parameter, buffer or tensor attribute (or any Parameter)
+lives across calls: saving it for the backward costs no memory, where saving a view or a
+value computed from it does. AOT autograd's min-cut partitioner weighs that when told which
+primal inputs they are (`static_lifetime_input_indices`); torch.compile tells it through its
+own graph metadata, and bytegraph marks such placeholders (`LIVES_ACROSS_CALLS` in their
+meta, set by `OutputGraph.add_input`; split_module copies placeholder meta into the DDP
+pieces) and gives the "aot_eager" partitioner their indices: the same forward and backward
+graphs as torch.compile's "aot_eager" (on a transformer block it saved transposed weights
+where torch.compile recomputes the transpose).
+
 Note [Inductor's caches]
 torch's FX graph cache and AOT autograd cache serve `compile_fx` only inside a
 `TracingContext` whose fake mode has a `ShapeEnv` (their entries may carry guards on sizes);
@@ -34,12 +45,24 @@ def _nop(gm: torch.fx.GraphModule, example_inputs):
     return make_boxed_func(gm.forward)
 
 
+LIVES_ACROSS_CALLS = "bg_lives_across_calls"  # placeholder meta: Note [Inputs that live across calls]
+
+
 def _aot_eager(gm: torch.fx.GraphModule, example_inputs):
     from torch._functorch.aot_autograd import aot_module_simplified  # local: start-up cost, only for this backend
-    from torch._functorch.partitioners import min_cut_rematerialization_partition
+    from torch._functorch.partitioners import min_cut_rematerialization_partition  # local: as above
 
-    return aot_module_simplified(gm, example_inputs, fw_compiler=_nop, bw_compiler=_nop,
-                                 partition_fn=min_cut_rematerialization_partition,
+    # AOT autograd's primal inputs: the module's own parameters and buffers, then the placeholders
+    first = len(list(gm.parameters())) + len(list(gm.buffers()))
+    lasting = [first + i for i, node in enumerate(gm.graph.find_nodes(op="placeholder"))
+               if node.meta.get(LIVES_ACROSS_CALLS)]
+
+    def partition(joint, joint_inputs, *, static_lifetime_input_indices=None, **kwargs):
+        indices = sorted({*(static_lifetime_input_indices or ()), *range(first), *lasting})
+        return min_cut_rematerialization_partition(joint, joint_inputs, static_lifetime_input_indices=indices,
+                                                   **kwargs)
+
+    return aot_module_simplified(gm, example_inputs, fw_compiler=_nop, bw_compiler=_nop, partition_fn=partition,
                                  keep_inference_input_mutations=True)
 
 

@@ -30,6 +30,7 @@ from torch._subclasses.fake_tensor import (DataDependentOutputException, Dynamic
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from . import fake_memo
+from .backends import LIVES_ACROSS_CALLS
 from .fake_inputs import fake_input
 from .fake_mode import make_fake_mode
 from .fx_nodes import op_node
@@ -259,12 +260,15 @@ class OutputGraph:
         return None
 
     def add_input(self, source, real: torch.Tensor, guarded: bool = True,
-                  named_after: str | None = None, static: bool = False) -> TensorVariable:
+                  named_after: str | None = None, static: bool = False,
+                  module_state: bool = False) -> TensorVariable:
         """The graph input read from `source` (`real` now); `guarded=False` for an input
         the residual code makes per call (its source names no value of the frame). Its
         placeholder is named after `source`'s name, or after `named_after` (a parameter's
         module path, not the guard alias it is read through: `l_self_layers_3_weight`).
-        `static`: its sizes stay static whatever the dynamic policy (Note [Symbolic sizes])."""
+        `static`: its sizes stay static whatever the dynamic policy (Note [Symbolic sizes]).
+        `module_state`: a module's parameter, buffer or tensor attribute, which lives across
+        calls (Note [Inputs that live across calls] in graph/backends.py), as a Parameter does."""
         existing = self._input_by_id.get(id(real))
         if existing is not None:
             self.add_guard(Guard(GuardKind.SAME_OBJECT, source, existing.source))
@@ -279,6 +283,8 @@ class OutputGraph:
         else:
             example = self.symbolic_shapes().fake_tensor(self.fake_mode, real, source, dynamic)
         node.meta["example_value"] = example
+        if module_state or isinstance(real, torch.nn.Parameter):
+            node.meta[LIVES_ACROSS_CALLS] = True
         vt = TensorVariable(node, example, source, cls=type(real))
         self.inputs.append((source, vt, real))
         self._input_by_id[id(real)] = vt

@@ -17,6 +17,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
+from ..graph.backends import LIVES_ACROSS_CALLS
 from .recipes import NotCacheable, Recipes, RecipeMismatch, resolve
 
 _VALUES = (type(None), bool, int, float, complex, str, torch.dtype, torch.device, torch.layout,
@@ -32,7 +33,8 @@ def dump(gm: torch.fx.GraphModule, recipes: Recipes) -> list:
             raise NotCacheable(f"graph node {node.name} has a type annotation")
         target = node.target if isinstance(node.target, str) else recipes.of(node.target)
         nodes.append((node.op, node.name, target, _dump_arg(node.args, recipes), _dump_arg(node.kwargs, recipes),
-                      node.meta.get("stack_trace"), "example_value" in node.meta))
+                      node.meta.get("stack_trace"), "example_value" in node.meta,
+                      bool(node.meta.get(LIVES_ACROSS_CALLS))))
     return nodes
 
 
@@ -61,7 +63,7 @@ def _dump_arg(arg, recipes: Recipes):
 def load(nodes: list) -> torch.fx.GraphModule:
     graph = torch.fx.Graph()
     env: dict = {}
-    for op, name, target, args, kwargs, stack_trace, example in nodes:
+    for op, name, target, args, kwargs, stack_trace, example, lasting in nodes:
         if not isinstance(target, str):
             target = resolve(*target)
         node = graph.create_node(op, target, _load_arg(args, env), _load_arg(kwargs, env), name=name)
@@ -71,6 +73,8 @@ def load(nodes: list) -> torch.fx.GraphModule:
             node.meta["stack_trace"] = stack_trace
         if example:
             node.meta["example_value"] = None  # `with_examples` computes it
+        if lasting:
+            node.meta[LIVES_ACROSS_CALLS] = True
         env[name] = node
     return torch.fx.GraphModule(torch.nn.Module(), graph)
 
