@@ -19,7 +19,7 @@ from .class_lookup import MISSING, class_lookup
 from .factory import provides
 from .base import MethodOfVariable, VariableTracker
 from .constant import ConstantVariable, is_constant_value
-from .dict_keys import TrackerKey, has_tracker_keys, key_tracker, load_key, reconstruct_map
+from .dict_keys import RegistryIdKey, TrackerKey, has_tracker_keys, key_tracker, load_key, reconstruct_map
 from . import factory
 from .sorting import sort_in_place
 from .object_protocol import items_equal
@@ -795,9 +795,25 @@ def _no_tensor_algebra(tx, s, name: str, others) -> None:
                        category="unsupported call")
 
 
+def _by_id(s, vt) -> bool:
+    """Whether set `s` keeps member `vt` by its tracker: a hook registry's id, in a set made in
+    the trace that holds only such ids (Note [Hook registries] in vars/hooks/registry.py)."""
+    return s.source is None and getattr(vt, "registry_id", False) and all(
+        type(k) is RegistryIdKey for k in s.items)
+
+
+def _set_key(tx, s, vt):
+    """The key of `vt` in set `s`: by tracker when `_by_id`, else its value (the members kept
+    by tracker guarded and keyed by value first)."""
+    if _by_id(s, vt):
+        return RegistryIdKey(vt)
+    s.settle()
+    return _set_member(tx, vt)
+
+
 def _set_add(tx, s, name, args, kwargs) -> VariableTracker:
+    key = _set_key(tx, s, args[0])
     items = s.items
-    key = _set_member(tx, args[0])
     _mutating_keys(tx, s, name, key not in items)
     items.setdefault(key, args[0])
     return ConstantVariable(None)
@@ -810,16 +826,16 @@ def _set_drop(tx, s, name: str, key) -> None:
 
 
 def _set_discard(tx, s, name, args, kwargs) -> VariableTracker:
-    key = _set_member(tx, args[0])
+    key = _set_key(tx, s, args[0])
     if key in s.items:
         _set_drop(tx, s, name, key)
     return ConstantVariable(None)
 
 
 def _set_remove(tx, s, name, args, kwargs) -> VariableTracker:
-    key = _set_member(tx, args[0])
+    key = _set_key(tx, s, args[0])
     if key not in s.items:
-        tx.raise_user_error(KeyError(key))
+        tx.raise_user_error(KeyError(args[0].as_python_constant() if type(key) is RegistryIdKey else key))
     _set_drop(tx, s, name, key)
     return ConstantVariable(None)
 
@@ -917,6 +933,10 @@ _SET_METHODS = {
 }
 
 
+# the methods that keep a hook registry's ids by tracker (`_by_id`); any other settles them
+_BY_ID_METHODS = frozenset({"add", "discard", "remove", "__contains__", "__len__"})
+
+
 class SetVariable(VariableTracker):
     """A set of constants and tensors (as a dict key -> tracker, to keep insertion order for
     iteration; a tensor's key is its `TrackerKey`, Note [Sets of tensors] in vars/set_order.py);
@@ -940,15 +960,26 @@ class SetVariable(VariableTracker):
     def python_type(self) -> type:
         return set
 
+    def settle(self) -> None:
+        """The members kept by tracker (a hook registry's ids, `_by_id`) keyed by their values,
+        which are guarded now: what any use but adding, discarding and `in` needs."""
+        ids = [k for k in self.items if type(k) is RegistryIdKey]
+        if ids:
+            ids[0].vt.output.side_effects.touch(self)  # representation only: a restore takes it back with the guards
+            self.items = {(k.vt.as_python_constant() if type(k) is RegistryIdKey else k): vt
+                          for k, vt in self.items.items()}
+
     def is_python_constant(self) -> bool:
         return not has_tensor_members(self.items)
 
     def as_python_constant(self):
+        self.settle()
         if has_tensor_members(self.items):
             return super().as_python_constant()
         return set(self.items)
 
     def unpack(self, tx) -> list:
+        self.settle()
         if has_tensor_members(self.items):
             return [self.items[k] for k in self.iteration_keys(tx)]
         return [ConstantVariable(v) for v in set(self.items)]
@@ -956,6 +987,7 @@ class SetVariable(VariableTracker):
     def iteration_keys(self, tx) -> list:
         """The member keys in eager's iteration order: a set of constants rebuilt from them;
         one holding tensors, by their identity hashes (guarded, or a break: vars/set_order.py)."""
+        self.settle()
         if not has_tensor_members(self.items):
             return list(set(self.items))
         keys = tuple(self.items)
@@ -965,6 +997,7 @@ class SetVariable(VariableTracker):
         return list(self.order[1])
 
     def ordered_keys(self) -> list:
+        self.settle()
         if has_tensor_members(self.items):  # asked after `iteration_keys` (`iterate`)
             return list(self.order[1])
         return list(set(self.items))
@@ -974,6 +1007,9 @@ class SetVariable(VariableTracker):
         return factory.hashed_iterator(self)
 
     def contains_impl(self, tx, item) -> VariableTracker:
+        if _by_id(self, item):
+            return ConstantVariable(RegistryIdKey(item) in self.items)
+        self.settle()
         if has_tensor_members(self.items) or item.is_tensor:  # by identity (a set from outside holds no tensor)
             return ConstantVariable(_set_member(tx, item) in self.items)
         return super().contains_impl(tx, item)
@@ -1002,6 +1038,8 @@ class SetVariable(VariableTracker):
         return super().var_getattr(tx, name)
 
     def call_method(self, tx, name, args, kwargs):
+        if name not in _BY_ID_METHODS:
+            self.settle()
         result = dispatch(tx, self, self.METHODS, name, args, kwargs)
         return result if result is not None else unmodelled_method(tx, self, name, args, kwargs)
 

@@ -39,6 +39,26 @@ class TrackerKey:
         return f"<key {self.vt.describe()}>"
 
 
+class RegistryIdKey:
+    """A set member that is a hook registry's id (Note [Hook registries] in
+    vars/hooks/registry.py), hashed and compared by its tracker: one tracker stands for one id
+    in a capture, and the registries' guards pin every equality among ids."""
+
+    __slots__ = ("vt",)
+
+    def __init__(self, vt):
+        self.vt = vt
+
+    def __hash__(self) -> int:
+        return id(self.vt)
+
+    def __eq__(self, other) -> bool:
+        return type(other) is RegistryIdKey and other.vt is self.vt
+
+    def __repr__(self) -> str:
+        return f"<id {self.vt.describe()}>"
+
+
 def fixed_key(key) -> bool:
     """Whether `key` of a dict read from outside is its own key in the dict's tracker: a
     constant, a class whose metaclass keeps `type`'s hash and equality, an enum member, a
@@ -59,8 +79,8 @@ def key_tracker(key):
 
 
 def load_key(cg, key) -> None:
-    """Push dict key `key` in residual code (a tensor key through its tracker)."""
-    if type(key) is TrackerKey:
+    """Push dict key `key` in residual code (a tensor key, or a registry id, through its tracker)."""
+    if type(key) is TrackerKey or type(key) is RegistryIdKey:
         cg.reconstruct(key.vt)
     else:
         cg.load_const(key)

@@ -35,7 +35,7 @@ UNPINNED_OPS = frozenset({operator.add, operator.sub, operator.mul, operator.neg
 class UnpinnedIntVariable(VariableTracker):
     """An int from `source` (leaf), or `fn(*args)` over unpinned ints and int constants."""
 
-    __slots__ = ("value", "output", "fn", "args", "pinned", "dynamic")
+    __slots__ = ("value", "output", "fn", "args", "pinned", "dynamic", "registry_id")
 
     def __init__(self, value: int, output, source=None, fn=None, args=(), dynamic: bool = False):
         super().__init__(source)
@@ -45,6 +45,7 @@ class UnpinnedIntVariable(VariableTracker):
         self.args = tuple(args)
         self.pinned = False
         self.dynamic = dynamic or any(isinstance(a, UnpinnedIntVariable) and a.dynamic for a in self.args)
+        self.registry_id = False  # a hook registry's key: Note [Hook registries] (vars/hooks/registry.py)
 
     def is_symbolic(self) -> bool:
         return self.dynamic

@@ -122,9 +122,6 @@ def test_global_forward_hook_registered_again_compiles_once():
             handles.pop().remove()
 
 
-@pytest.mark.xfail(strict=True, reason="an always_call hook's id is added to a set made in _call_impl "
-                   "(called_always_called_hooks): a set made in the trace holds ids by value, so the id is "
-                   "guarded by value and each registration recompiles")
 def test_always_call_hook_registered_again_compiles_once():
     def register(m):
         return [m.register_forward_hook(_post, always_call=True)]

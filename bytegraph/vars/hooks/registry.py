@@ -18,9 +18,12 @@ ids instead:
 - its keys are unpinned ints at their positions (`wrap_int`), one tracker per id in a
   capture, so a lookup of an id of one registry in another answers from the positions
   the guard pins; an id used as a value (compared with a constant, printed, stored in a
-  dict or set made in the trace, a lookup in any other dict) is guarded by value there.
-  `_call_impl` adds the id of an `always_call` hook to a set it makes: that one is
-  pinned, and such a hook registered again recompiles.
+  dict made in the trace, a lookup in any other dict) is guarded by value there. A set
+  made in the trace holds ids by tracker (`RegistryIdKey`, vars/dict_keys.py) while it
+  holds nothing else and is only added to, discarded from, tested for membership of an
+  id and measured, so the set `_call_impl` makes for the `always_call` hooks that ran
+  leaves their ids unguarded; anything else on it (a constant member, iteration, set
+  algebra, its value, rebuilding it in residual code) guards their values first.
 A registry is read-only in the trace: a method that changes it is a graph break (torch
 changes them through `register_*hook` and `RemovableHandle.remove`, which break already).
 """
@@ -241,6 +244,9 @@ def build_registry(tx, value, source, do_guard: bool) -> HookRegistryVariable:
     known = {key.value: key for r in earlier for key in r.keys}
     keys, values = [], []
     for i, (key, item) in enumerate(value.items()):
-        keys.append(known.get(key) or wrap_int(tx, key, NthEntrySource(source, i), guard_type=False))
+        key_vt = known.get(key) or wrap_int(tx, key, NthEntrySource(source, i), guard_type=False)
+        if isinstance(key_vt, UnpinnedIntVariable):
+            key_vt.registry_id = True
+        keys.append(key_vt)
         values.append(tx.wrap(item, NthEntrySource(source, i, values=True), do_guard))
     return HookRegistryVariable(value, source, keys, values)
