@@ -7,7 +7,7 @@ real gradient at backward time (Note [Intermediate hook node]), or compiled auto
 the backward graph, where the gradient is a value of that graph with the metadata the backward
 ops give it. So the branch follows the gradient the backward actually produces, and these hooks
 are captured in one graph. Compared with eager on gradients arriving contiguous, transposed,
-expanded, channels-last and permuted: which branch each hook took (what it saw, as the log tag),
+expanded, channels-last, permuted and sparse: which branch each hook took (what it saw, as the log tag),
 the gradient it got, and the inputs' gradients."""
 from __future__ import annotations
 
@@ -127,3 +127,31 @@ def test_branching_hook_under_compiled_autograd(program, hook):
     assert len(forward.graphs) == 1 and len(backward.graphs) == 1
     targets = [n.target for n in backward.graphs[0].graph.nodes if n.op == "call_function"]
     assert operator.mul in targets  # the branch taken, traced into the backward graph
+
+
+def sparse_grad(w, idx):
+    y = w * 1
+    y.register_hook(branch_on_layout)
+    return torch.nn.functional.embedding(idx, y, sparse=True).sum()  # y's gradient is sparse (COO)
+
+
+# inductor fails on this backward with or without the hook, as torch.compile does
+@pytest.mark.parametrize("backend", ("eager", "aot_eager"))
+def test_sparse_gradient_takes_the_sparse_branch(backend):
+    diff(sparse_grad, torch.randn(10, 3, requires_grad=True), torch.tensor([1, 2, 2, 5]), backend=backend, graphs=1,
+         fullgraph=True, hook_nodes=1)
+
+
+def test_sparse_gradient_under_compiled_autograd():
+    w_value, idx = torch.randn(10, 3), torch.tensor([1, 2, 2, 5])
+    w_eager, w = w_value.clone().requires_grad_(), w_value.clone().requires_grad_()
+    LOG.clear()
+    sparse_grad(w_eager, idx).backward()
+    eager_log = [tag for tag, _ in LOG]
+    LOG.clear()
+    out = bytegraph.compile(sparse_grad, backend="eager", fullgraph=True)(w, idx)
+    with bytegraph.compiled_autograd.enable("eager", fullgraph=True):
+        out.backward()
+    assert [tag for tag, _ in LOG] == eager_log == ["layout strided=False"]
+    assert w.grad.layout == torch.sparse_coo
+    torch.testing.assert_close(w.grad.to_dense(), w_eager.grad.to_dense())
