@@ -21,6 +21,17 @@ handle was removed; a hook returning a tensor replaces the gradient, as in eager
 residual code makes the slot's `RemovableHandle`s in registration order, so `h.remove()`
 outside the compiled function works on the real handle. The slot lives as long as its
 token: the eager backend's registered hook and AOT's saved tensors hold it.
+
+Two consequences, where torch.compile differs (issue 42 item 4). The hook is never traced in the
+forward, so a hook that branches on its gradient's metadata (`grad.layout`, `is_contiguous()`,
+`stride()`) is captured: it runs on the real gradient, or compiled autograd traces it in the
+backward graph where the gradient has the metadata the backward ops give it
+(tests/intermediate_hooks/test_hook_layout_branches.py). torch.compile traces the body in the
+forward, where that metadata is unknown, and refuses such hooks. The other side of the same
+choice is the token: the functions the residual code attaches differ per call (closures over
+per-call values), and a graph input is the one per-call value that reaches the node (AOT saves
+it for the backward graph), so `bytegraph_hook_token` is a graph input where torch.compile's
+graph (its hook body a subgraph, the closure's values lifted as inputs) has none.
 """
 from __future__ import annotations
 

@@ -19,12 +19,15 @@ real hooks are known: each `call_hook(hooks[i], grad)` inlines the user's hook (
 any function read from an input: a new hook object of the same code does not recompile), so
 its ops join the backward graph and its writes to Python state are replayed after it by the
 side-effect log, in order; a hook bytegraph cannot trace breaks the graph with its reason
-(`bytegraph.explain`-style logs under `graph_breaks`). A hook node of an intermediate
+(`bytegraph.explain`-style logs under `graph_breaks`), or with `enable(fullgraph=True)` makes
+`backward()` raise `bytegraph.Unsupported` before the graph runs (no hook has run, no
+`.grad` was written), as torch's compiled autograd with a `fullgraph=True` compiler does. A hook node of an intermediate
 (Note [Intermediate hook node]) reaches the engine as a tensor pre-hook; the wrapper
 replaces it by the user's function (or a no-op once its handle was removed) before the
 call, so its body is traced the same way. Recompiles of the backward graph follow
 bytegraph's guards and are reported by the `recompiles` log; an autograd graph of another
-shape is a new capture (the engine's own cache).
+shape is a new capture (the engine's own cache, kept across `enable()` blocks of the same
+backend and `fullgraph`, cleared when they change).
 
 Gradients accumulate into `.grad` after the graph, in the engine's order, by the engine's
 own `AccumulateGrad` functional (eager's stealing and layout rules), then that parameter's
@@ -68,6 +71,7 @@ _PLACEHOLDERS = ("inputs", "sizes", "scalars", "hooks", "packed_data")
 
 
 _OPS: dict = {}  # name -> AutogradOp (the engine binds each name once per process)
+_enabled_with: list = []  # [(backend, fullgraph)] of the last enable(): the engine's cache was made for them
 
 
 def _op(name: str) -> AutogradOp:
@@ -107,8 +111,9 @@ class AutogradCapture:
     """The compiler object the engine drives for one new autograd-graph shape (Note [Compiled
     autograd])."""
 
-    def __init__(self, backend):
+    def __init__(self, backend, fullgraph: bool = False):
         self.backend = backend
+        self.fullgraph = fullgraph
         self.stack = contextlib.ExitStack()
         self.close = self.stack.close
         self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
@@ -279,7 +284,7 @@ def _run_backward(capture: AutogradCapture, graph, inputs, sizes, scalars, hooks
     run with the intermediate hooks resolved, then the accumulations and their hooks."""
     compiled = capture.compiled
     if compiled is None:
-        wrapper = CompiledFunction(type(graph).forward, lookup_backend(capture.backend), False).wrapper
+        wrapper = CompiledFunction(type(graph).forward, lookup_backend(capture.backend), capture.fullgraph).wrapper
         compiled = capture.compiled = types.MethodType(wrapper, graph)
     hooks = [intermediate_hook_of(h) for h in hooks]
     variables = [inputs[index] for index, _, _ in capture.accumulations]
@@ -293,10 +298,16 @@ def _run_backward(capture: AutogradCapture, graph, inputs, sizes, scalars, hooks
 
 
 @contextlib.contextmanager
-def enable(backend="eager"):
-    """Capture every `backward()` in the block as a graph compiled with `backend`."""
+def enable(backend="eager", fullgraph: bool = False):
+    """Capture every `backward()` in the block as a graph compiled with `backend`; with
+    `fullgraph=True` a backward graph bytegraph cannot capture whole (a hook it cannot trace)
+    makes `backward()` raise `bytegraph.Unsupported` before any of it runs, as
+    `torch.compile(graph, fullgraph=True)` does for torch's compiled autograd."""
     lookup_backend(backend)
-    prior = _engine.set_autograd_compiler(functools.partial(AutogradCapture, backend), False)
+    if _enabled_with and _enabled_with[-1] != (backend, fullgraph):
+        _engine.clear_cache()  # the engine's cached captures were compiled for the other settings
+    _enabled_with[:] = [(backend, fullgraph)]
+    prior = _engine.set_autograd_compiler(functools.partial(AutogradCapture, backend, fullgraph), False)
     try:
         with torch.autograd.set_multithreading_enabled(False):
             yield
@@ -307,3 +318,4 @@ def enable(backend="eager"):
 def reset() -> None:
     """Forget every captured backward graph (the engine's cache too)."""
     _engine.clear_cache()
+    _enabled_with.clear()

@@ -263,3 +263,54 @@ def test_hook_reading_the_length_of_a_list_it_grows_compiles_at_most_twice():
         torch.testing.assert_close(p, q)
     recompiles = [line for line in logs.lines if line.startswith("[bytegraph.recompiles] recompiling")]
     assert len(counter.graphs) <= 2 and len(recompiles) <= 1, (len(counter.graphs), recompiles)
+
+
+class StrHookState:
+    def __init__(self):
+        self.count = 0
+        self.text = None
+
+    def hook(self, grad):
+        self.text = str(grad)  # reads the gradient's values into Python: not traceable
+        self.count += 1
+        return grad * 2
+
+
+def test_fullgraph_backward_with_untraceable_hook_raises_before_any_hook_runs():
+    """torch's test_complex_state_mutation_in_intermediary_hooks_same_on_inductor_with_graph_break:
+    with a fullgraph compiler, a hook the backward graph cannot hold makes backward() raise
+    (bytegraph.Unsupported, with the hook's line) and nothing of the backward runs; without
+    fullgraph the same backward breaks and agrees with eager."""
+    def f(x, state):
+        y = x.mul(2)
+        y.register_hook(state.hook)
+        return y.mul(3).sum()
+
+    cf = bytegraph.compile(f, backend="eager", fullgraph=True)
+    state = StrHookState()
+    x = torch.ones(4, requires_grad=True)
+    loss = cf(x, state)
+    with bytegraph.compiled_autograd.enable("eager", fullgraph=True):
+        with pytest.raises(bytegraph.Unsupported, match="str"):
+            loss.backward()
+    assert state.count == 0 and x.grad is None
+
+    eager_state, x_eager = StrHookState(), torch.ones(4, requires_grad=True)
+    f(x_eager, eager_state).backward()
+    x = torch.ones(4, requires_grad=True)
+    with bytegraph.compiled_autograd.enable("eager"):
+        cf(x, state).backward()
+    assert state.count == eager_state.count == 1 and state.text == eager_state.text
+    torch.testing.assert_close(x.grad, x_eager.grad)
+
+
+def test_enable_with_other_settings_recaptures():
+    """The engine keeps its captures across enable() blocks; a block with another backend (or
+    fullgraph) must not run backward graphs compiled for the previous one."""
+    model = make_mlp()
+    first, second = Counting("eager"), Counting("eager")
+    for counter in (first, first, second):
+        model.zero_grad()
+        with bytegraph.compiled_autograd.enable(counter):
+            model(X).sum().backward()
+    assert len(first.graphs) == 1 and len(second.graphs) == 1
