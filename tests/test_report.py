@@ -160,7 +160,7 @@ def test_frame_page_shows_break_line_guards_graph_and_recompile(tmp_path, capsys
     assert f"#L{guard_line}" in links
     # each graph's code and op counts
     codes = [text for a, text in find(page, "pre", **{"class": "fx-code"})]
-    assert any("def forward(self, l_x" in c and "sin" in c for c in codes)
+    assert any("def forward(self, L_x_" in c and "sin" in c for c in codes)
     ops = {text for a, text in find(page, "code") if text in ("Tensor.sin", "sin", "mul")}
     assert ops
     # the recompile: the guard that failed and the value that failed it

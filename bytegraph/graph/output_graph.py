@@ -260,12 +260,10 @@ class OutputGraph:
         return None
 
     def add_input(self, source, real: torch.Tensor, guarded: bool = True,
-                  named_after: str | None = None, static: bool = False,
-                  module_state: bool = False) -> TensorVariable:
+                  static: bool = False, module_state: bool = False) -> TensorVariable:
         """The graph input read from `source` (`real` now); `guarded=False` for an input
         the residual code makes per call (its source names no value of the frame). Its
-        placeholder is named after `source`'s name, or after `named_after` (a parameter's
-        module path, not the guard alias it is read through: `l_self_layers_3_weight`).
+        placeholder is named as torch.compile names it (Note [Graph input names]).
         `static`: its sizes stay static whatever the dynamic policy (Note [Symbolic sizes]).
         `module_state`: a module's parameter, buffer or tensor attribute, which lives across
         calls (Note [Inputs that live across calls] in graph/backends.py), as a Parameter does."""
@@ -273,10 +271,7 @@ class OutputGraph:
         if existing is not None:
             self.add_guard(Guard(GuardKind.SAME_OBJECT, source, existing.source))
             return existing
-        name = _placeholder_name(source.name() if named_after is None else named_after, len(self.inputs))
-        node = self.root_graph.placeholder(name)
-        if named_after is not None and node.target != node.name:
-            node.target = node.name  # the graph function's parameter name
+        node = self._placeholder(source)
         dynamic = self.dynamic.dynamic_dims(source, real, static) if self.dynamic is not None and guarded else None
         if dynamic is None:
             example = fake_input(self.fake_mode, real)
@@ -326,9 +321,23 @@ class OutputGraph:
         return self.inputs[-1][1]
 
     def _symbol_placeholder(self, source, example, value) -> torch.fx.Node:
-        node = self.root_graph.placeholder(_placeholder_name(source.describe(), len(self.inputs)))
+        node = self._placeholder(source)
         node.meta["example_value"] = example
         self.inputs.append((source, SymNodeVariable(example, self, node, source=source), value))
+        return node
+
+    def _placeholder(self, source) -> torch.fx.Node:
+        """A new placeholder of the root graph for the input read from `source`, its target
+        (the graph function's parameter) `input_target(source)` made unique among the
+        graph's names (Note [Graph input names])."""
+        graph = self.root_graph
+        used = graph._graph_namespace._used_names
+        target = base = input_target(source)
+        suffix = itertools.count()
+        while target in used:
+            target = f"{base}_{next(suffix)}"
+        node = graph.placeholder(target)
+        used.add(target)  # as torch.compile records it: no later input or node takes it
         return node
 
     def finish_guards(self, runs_graph: bool = False) -> list:
@@ -768,16 +777,28 @@ def add_stack_traces(graph: torch.fx.Graph) -> None:
             node.meta["stack_trace"] = "".join(text)
 
 
-def _placeholder_name(source_name: str, index: int) -> str:
-    """`source_name` with every character that is not alphanumeric made `_`."""
-    if source_name.isascii():  # a regex, not a generator over the characters: a model has hundreds
-        cleaned = _NOT_ASCII_ALNUM.sub("_", source_name).strip("_")
-    else:
-        cleaned = "".join(c if c.isalnum() else "_" for c in source_name).strip("_")
-    return f"l_{cleaned}" if cleaned else f"input_{index}"
+# Note [Graph input names]
+# A graph input is named as torch.compile names it: the placeholder's target, the graph
+# function's parameter, is the source as torch.compile spells it (`Source.torch_name`:
+# `L['x']`, `G['w']`, `L['self']._modules['fc']._parameters['weight']`) with every run of
+# characters that are not ASCII letters or digits made one `_` (`L_x_`, `G_w_`,
+# `L_self_modules_fc_parameters_weight_`); FX names the node after it in snake case (`l_x_`),
+# so `gm.code` reads `def forward(self, L_x_):` then `l_x_ = L_x_`. Where two inputs would
+# share a target the later one gets `_0`, `_1`, ... (torch.compile's `get_unique_name_wrt`).
+# The names are names only: residual code loads inputs by source and position, HOP bodies
+# and repeated-block bodies name their placeholders after the outer nodes. A symbolic size
+# is named after its source (`L['x'].size()[0]` -> `L_x_size_0_`), where torch.compile
+# names it after its symbol (`s77`).
 
 
-_NOT_ASCII_ALNUM = re.compile(r"[^0-9A-Za-z]")
+def input_target(source) -> str:
+    """The placeholder target of the graph input read from `source` (Note [Graph input names])."""
+    target = _NOT_ASCII_ALNUM.sub("_", source.torch_name())
+    # a spelling without torch.compile's `L`/`G` root may be no identifier, or one FX reserves
+    return target if target.isidentifier() and target not in torch.fx.graph._illegal_names else f"input_{target}"
+
+
+_NOT_ASCII_ALNUM = re.compile(r"[^0-9A-Za-z]+")
 
 
 def warm_up() -> None:

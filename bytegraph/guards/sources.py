@@ -43,6 +43,13 @@ class Source:
         """User-facing spelling, e.g. `x.weight[0]` or `G['scale']`."""
         return self.name()
 
+    def torch_name(self) -> str:
+        """How torch.compile spells this source (its `Source.name`): `L['x']`, `G['w']`,
+        `L['self']._modules['fc']._parameters['weight']`, `L['xs'][0]`. A graph input read
+        from it is named after this text (`graph/output_graph.py::input_target`); a source
+        torch.compile has no counterpart of spells itself in the same style."""
+        return self.describe()
+
     def root(self) -> "Source":
         """The source this one is reached through, followed back to the frame (a local, a
         global, a cell, an object): the first field that is a source, recursively."""
@@ -155,6 +162,9 @@ class LocalSource(Source):
     def name(self) -> str:
         return self.local_name
 
+    def torch_name(self) -> str:
+        return f"L[{self.local_name!r}]"
+
     def reconstruct(self, cg) -> None:
         cg.load_fast(self.local_name)
 
@@ -168,6 +178,9 @@ class GlobalsDictSource(Source):
 
     def describe(self) -> str:
         return "the module's globals"
+
+    def torch_name(self) -> str:
+        return "G"
 
     def reconstruct(self, cg) -> None:
         cg.load_globals_dict()
@@ -185,6 +198,9 @@ class GlobalSource(Source):
     def describe(self) -> str:
         return f"global {self.global_name}"
 
+    def torch_name(self) -> str:
+        return f"G[{self.global_name!r}]"
+
     def reconstruct(self, cg) -> None:
         cg.load_global(self.global_name)
 
@@ -201,6 +217,9 @@ class ClosureSource(Source):
 
     def describe(self) -> str:
         return f"closure variable {self.var_name}"
+
+    def torch_name(self) -> str:
+        return f"L[{self.var_name!r}]"
 
     def reconstruct(self, cg) -> None:
         cg.load_deref(self.var_name)
@@ -240,6 +259,11 @@ class AttrSource(Source):
     def describe(self) -> str:
         return f"{self.base.describe()}.{self.attr}"
 
+    def torch_name(self) -> str:
+        if self.attr.isidentifier():
+            return f"{self.base.torch_name()}.{self.attr}"
+        return f"getattr({self.base.torch_name()}, {self.attr!r})"
+
     def prefix(self) -> Source:
         return self.base
 
@@ -263,6 +287,9 @@ class GenericAttrSource(Source):
 
     def describe(self) -> str:
         return f"{self.base.describe()}.{self.attr}"
+
+    def torch_name(self) -> str:
+        return f"object.__getattribute__({self.base.torch_name()}, {self.attr!r})"
 
     def prefix(self) -> Source:
         return self.base
@@ -291,6 +318,10 @@ class ItemSource(Source):
         key = repr(self.key) if _literal(self.key) else getattr(self.key, "__qualname__", repr(self.key))
         return f"{self.base.describe()}[{key}]"
 
+    def torch_name(self) -> str:
+        key = repr(self.key) if _literal(self.key) else getattr(self.key, "__qualname__", type(self.key).__qualname__)
+        return f"{self.base.torch_name()}[{key}]"
+
     def prefix(self) -> Source:
         return self.base
 
@@ -318,6 +349,9 @@ class KeyedItemSource(Source):
     def describe(self) -> str:
         return f"{self.base.describe()}[{self.key.describe()}]"
 
+    def torch_name(self) -> str:
+        return f"{self.base.torch_name()}[{self.key.torch_name()}]"
+
     def prefix(self) -> Source:
         return self.base
 
@@ -342,6 +376,9 @@ class DefaultsSource(Source):
 
     def describe(self) -> str:
         return f"{'keyword-only defaults' if self.keyword else 'defaults'} of {self.fn.describe()}"
+
+    def torch_name(self) -> str:
+        return f"{self.fn.torch_name()}.{self._attr()}"
 
     def prefix(self) -> Source:
         return self.fn
@@ -371,6 +408,9 @@ class DefaultSource(Source):
     def describe(self) -> str:
         return f"{DefaultsSource(self.fn, self.index is None).describe()}: {self.param}"
 
+    def torch_name(self) -> str:
+        return self._spelled().torch_name()
+
     def prefix(self) -> Source:
         return self._spelled().prefix()
 
@@ -397,6 +437,9 @@ class CellContentsSource(Source):
     def describe(self) -> str:
         return f"closure variable {self.var_name} of {self.fn.describe()}"
 
+    def torch_name(self) -> str:
+        return f"{self.cell().torch_name()}.cell_contents"
+
     def prefix(self) -> Source:
         return self.cell()
 
@@ -422,6 +465,9 @@ class LocalCellContentsSource(Source):
     def describe(self) -> str:
         return f"captured variable {self.local_name}"
 
+    def torch_name(self) -> str:
+        return f"L[{self.local_name!r}]"
+
     def reconstruct(self, cg) -> None:
         cg.load_fast(self.local_name)
         cg.load_attr("cell_contents")
@@ -439,6 +485,9 @@ class FunctionGlobalSource(Source):
 
     def describe(self) -> str:
         return f"global {self.global_name} (via {self.globals_source.describe()})"
+
+    def torch_name(self) -> str:
+        return f"{self.globals_source.torch_name()}[{self.global_name!r}]"
 
     def prefix(self) -> Source:
         return self.globals_source
@@ -493,6 +542,9 @@ class ObjectSource(Source):
     def describe(self) -> str:
         return f"{getattr(self.obj, '__qualname__', type(self.obj).__qualname__)}"
 
+    def torch_name(self) -> str:
+        return self.describe()
+
     def reconstruct(self, cg) -> None:
         cg.load_const(self.obj)
 
@@ -509,6 +561,9 @@ class IteratorSeqSource(Source):
 
     def describe(self) -> str:
         return f"items of iterator {self.base.describe()}"
+
+    def torch_name(self) -> str:
+        return f"{self.base.torch_name()}.__reduce__()[1][0]"
 
     def prefix(self) -> Source:
         return self.base
@@ -565,6 +620,9 @@ class LengthSource(Source):
 
     def describe(self) -> str:
         return f"len({self.base.describe()})"
+
+    def torch_name(self) -> str:
+        return f"len({self.base.torch_name()})"
 
     def prefix(self) -> Source:
         return self.base
@@ -631,6 +689,9 @@ class SizeSource(Source):
     def describe(self) -> str:
         return f"{self.base.describe()}.size({self.dim})"
 
+    def torch_name(self) -> str:
+        return f"{self.base.torch_name()}.size()[{self.dim}]"
+
     def prefix(self) -> Source:
         return AttrSource(self.base, "shape")
 
@@ -656,6 +717,10 @@ class CMethodResultSource(Source):
     def describe(self) -> str:
         args = "".join(f", {a!r}" for a in self.args)
         return f"{self.fn.__objclass__.__name__}.{self.fn.__name__}({self.base.describe()}{args})"
+
+    def torch_name(self) -> str:
+        args = "".join(f", {a!r}" for a in self.args)
+        return f"{self.fn.__objclass__.__name__}.{self.fn.__name__}({self.base.torch_name()}{args})"
 
     def prefix(self) -> Source:
         return self.base
@@ -714,6 +779,9 @@ class ContextVarSource(Source):
     def describe(self) -> str:
         return f"{self.base.describe()}.get()" + (" in an empty context" if self.default else "")
 
+    def torch_name(self) -> str:
+        return f"{self.base.torch_name()}.get()"
+
     def prefix(self) -> Source:
         return self.base
 
@@ -743,6 +811,9 @@ class ModuleDictItemSource(Source):
     def describe(self) -> str:
         return f"{self.owner.describe()}.{self.key}"
 
+    def torch_name(self) -> str:
+        return f"{self.owner.torch_name()}.{self.key}"
+
     def prefix(self) -> Source:
         return self.owner
 
@@ -768,6 +839,9 @@ class ModuleSlotSource(Source):
         if self.key.isidentifier():
             return f"{self.owner.describe()}.{self.key}"
         return f"{self.owner.describe()}[{self.key}]"
+
+    def torch_name(self) -> str:
+        return f"{self.owner.torch_name()}.{self.dict_name}[{self.key!r}]"
 
     def prefix(self) -> Source:
         """The slot dict (`owner.<dict_name>`): siblings share it, so residual code can load
@@ -824,6 +898,9 @@ class ModuleBindSource(Source):
     def describe(self) -> str:
         return self.inner.describe()
 
+    def torch_name(self) -> str:
+        return self.inner.torch_name()
+
     def prefix(self) -> Source:
         return self.inner
 
@@ -845,6 +922,9 @@ class ModuleAliasSource(Source):
 
     def describe(self) -> str:
         return f"{self.inner.describe()}.__dict__" if self.of_dict else self.inner.describe()
+
+    def torch_name(self) -> str:
+        return f"{self.inner.torch_name()}.__dict__" if self.of_dict else self.inner.torch_name()
 
     def prefix(self) -> Source:
         return self.inner
@@ -890,6 +970,9 @@ class GuardAliasSource(Source):
     def describe(self) -> str:
         return self.inner.describe()
 
+    def torch_name(self) -> str:
+        return self.inner.torch_name()
+
     def prefix(self) -> Source:
         return self.inner
 
@@ -909,6 +992,9 @@ class WeakRefCallSource(Source):
     def describe(self) -> str:
         return f"{self.base.describe()}()"
 
+    def torch_name(self) -> str:
+        return f"{self.base.torch_name()}()"
+
     def prefix(self) -> Source:
         return self.base
 
@@ -927,6 +1013,9 @@ class IntermediateHookTokenSource(Source):
 
     def describe(self) -> str:
         return "the intermediate-hook token"
+
+    def torch_name(self) -> str:
+        return "bytegraph_hook_token"
 
     def reconstruct(self, cg) -> None:
         cg.push_callable_const(IntermediateHooks)

@@ -235,7 +235,7 @@ class NNModuleVariable(UserObjectVariable):
                 static = (config.force_parameter_static_shapes and dict_name in ("_parameters", "_buffers")) \
                     or is_static_module(self.value)  # Note [Symbolic sizes] (graph/shapes.py)
                 cached = tx.output.add_input(GuardAliasSource(source, f"__bg_t{_next_alias(tx)}"), value,
-                                             named_after=source.describe(), static=static, module_state=True)
+                                             static=static, module_state=True)
                 tx.output.tracked[source] = cached
             return cached
         return tx.wrap(value, source)

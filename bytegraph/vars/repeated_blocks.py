@@ -596,7 +596,7 @@ class BlockRecord:
             output.add_guard(guard)
         args = []
         for source, real in zip(sources, reals):  # in the recorded order, as a fresh trace reads them
-            vt = output.add_input(source, real, named_after=source.describe(), static=True, module_state=True)
+            vt = output.add_input(source, real, static=True, module_state=True)
             output.tracked[source.inner] = vt
             args.append(vt.node)
         new_leaves = _tensor_leaves(leaves)
