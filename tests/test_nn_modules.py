@@ -186,8 +186,8 @@ def test_parameters_are_graph_inputs_by_source():
     counter = check_module(lambda: nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2)), randn(3, 4))
     placeholders = [n.name for n in counter.graphs[0].graph.nodes if n.op == "placeholder"]
     assert len(placeholders) == 5  # the input, two weights, two biases
-    assert "l_self_modules_0_parameters_weight_" in placeholders, placeholders
-    assert "l_self_modules_2_parameters_bias_" in placeholders, placeholders
+    assert "l_fn_modules_0_parameters_weight_" in placeholders, placeholders
+    assert "l_fn_modules_2_parameters_bias_" in placeholders, placeholders
     ops = counter.ops()
     assert torch.nn.functional.relu in ops
 

@@ -26,6 +26,15 @@ class _Net(nn.Module):
         return self.layers[0](self.linear(x)) * self.scale + self.buf
 
 
+class _Varargs(nn.Module):
+    def __init__(me):  # torch.compile names the module after forward's own first parameter
+        super().__init__()
+        me.linear = nn.Linear(3, 3)
+
+    def forward(me, x, *rest, scale, **extra):
+        return me.linear(x) * scale + rest[0] + extra["bias"]
+
+
 class _Holder:
     def __init__(self):
         self.w = torch.randn(3)
@@ -80,24 +89,24 @@ def same_spelling(a_b, a):  # `L['a_b']` and `L['a']['b']` are both `L_a_b_`
     return a_b + a["b"]
 
 
-def _placeholders(compile_fn, fn, args) -> tuple[set, object]:
+def _placeholders(compile_fn, fn, args, kwargs) -> tuple[set, object]:
     """The (target, node name) pairs of the placeholders of the one graph `compile_fn`
-    captures of `fn(*args)`, and the compiled call's result."""
+    captures of `fn(*args, **kwargs)`, and the compiled call's result."""
     seen = []
 
     def backend(gm, example_inputs):
         seen.append({(n.target, n.name) for n in gm.graph.nodes if n.op == "placeholder"})
         return gm.forward
 
-    result = compile_fn(fn, backend=backend, fullgraph=True)(*args)
+    result = compile_fn(fn, backend=backend, fullgraph=True)(*args, **kwargs)
     assert len(seen) == 1, seen
     return seen[0], result
 
 
-def _same_as_torch_compile(fn, *args):
+def _same_as_torch_compile(fn, *args, **kwargs):
     torch._dynamo.reset()
-    expected, reference = _placeholders(torch.compile, fn, args)
-    got, result = _placeholders(bytegraph.compile, fn, args)
+    expected, reference = _placeholders(torch.compile, fn, args, kwargs)
+    got, result = _placeholders(bytegraph.compile, fn, args, kwargs)
     assert got == expected
     torch.testing.assert_close(result, reference)
     return got
@@ -149,3 +158,25 @@ def test_parameters_buffers_and_attributes_of_a_module():
 def test_inputs_spelled_alike_get_distinct_targets():
     names = _same_as_torch_compile(same_spelling, torch.randn(3), {"b": torch.randn(3)})
     assert {target for target, _ in names} == {"L_a_b_", "L_a_b__0"}
+
+
+def test_a_compiled_module_names_its_arguments_as_its_forward_does():
+    torch.manual_seed(0)
+    names = _same_as_torch_compile(_Net(), torch.randn(2, 3))
+    assert ("L_x_", "l_x_") in names
+    assert ("L_self_modules_linear_parameters_weight_", "l_self_modules_linear_parameters_weight_") in names
+    names = _same_as_torch_compile(_Varargs(), torch.randn(2, 3), torch.randn(3), scale=torch.randn(3),
+                                   bias=torch.randn(3))
+    assert {target for target, _ in names} == {"L_x_", "L_rest_0_", "L_scale_", "L_extra_bias_",
+                                              "L_me_modules_linear_parameters_weight_",
+                                              "L_me_modules_linear_parameters_bias_"}
+
+
+def test_a_compiled_torch_module_is_named_as_torch_compile_names_it():
+    # torch.compile starts no frame in torch's files: it traces its wrapper `fn(*args, **kwargs)`
+    torch.manual_seed(0)
+    names = _same_as_torch_compile(nn.Sequential(nn.Linear(3, 3), nn.ReLU()), torch.randn(2, 3))
+    assert ("L_args_0_", "l_args_0_") in names and ("L_fn_modules_0_parameters_bias_",
+                                                     "l_fn_modules_0_parameters_bias_") in names
+    names = _same_as_torch_compile(nn.Sequential(nn.Linear(3, 3)), input=torch.randn(2, 3))
+    assert ("L_kwargs_input_", "l_kwargs_input_") in names

@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import functools
 import itertools
 import logging
 import operator
@@ -56,8 +57,10 @@ _DATA_DEPENDENT_ERRORS = {DataDependentOutputException: "capture_scalar_outputs"
 
 
 class OutputGraph:
-    def __init__(self, dynamic: DynamicState | None = None, speculation_log=None):
+    def __init__(self, dynamic: DynamicState | None = None, speculation_log=None, spellings: dict | None = None):
         self.graph = torch.fx.Graph()
+        # the root frame's arguments as torch.compile spells them (Note [Graph input names])
+        self._respell = _respelling(spellings)
         self.fake_mode = make_fake_mode()
         self.dynamic = dynamic  # the compiled function's DynamicState (Note [Symbolic sizes])
         self.shapes = None      # its Shapes (the ShapeEnv), once a value is symbolic
@@ -332,7 +335,7 @@ class OutputGraph:
         graph's names (Note [Graph input names])."""
         graph = self.root_graph
         used = graph._graph_namespace._used_names
-        target = base = input_target(source)
+        target = base = input_target(source, self._respell)
         suffix = itertools.count()
         while target in used:
             target = f"{base}_{next(suffix)}"
@@ -783,22 +786,36 @@ def add_stack_traces(graph: torch.fx.Graph) -> None:
 # `L['x']`, `G['w']`, `L['self']._modules['fc']._parameters['weight']`) with every run of
 # characters that are not ASCII letters or digits made one `_` (`L_x_`, `G_w_`,
 # `L_self_modules_fc_parameters_weight_`); FX names the node after it in snake case (`l_x_`),
-# so `gm.code` reads `def forward(self, L_x_):` then `l_x_ = L_x_`. Where two inputs would
-# share a target the later one gets `_0`, `_1`, ... (torch.compile's `get_unique_name_wrt`).
+# so `gm.code` reads `def forward(self, L_x_):` then `l_x_ = L_x_`. A compiled module's root
+# frame is `forward_call(self, *args, **kwargs)` where torch.compile traces `forward(self, x)`:
+# its arguments are spelled as `forward`'s (`L['args'][0]` -> `L['x']`,
+# runtime/root_frames.py::argument_spellings). Where two inputs would share a target the
+# later one gets `_0`, `_1`, ... (torch.compile's `get_unique_name_wrt`).
 # The names are names only: residual code loads inputs by source and position, HOP bodies
 # and repeated-block bodies name their placeholders after the outer nodes. A symbolic size
 # is named after its source (`L['x'].size()[0]` -> `L_x_size_0_`), where torch.compile
 # names it after its symbol (`s77`).
 
 
-def input_target(source) -> str:
-    """The placeholder target of the graph input read from `source` (Note [Graph input names])."""
-    target = _NOT_ASCII_ALNUM.sub("_", source.torch_name())
+def input_target(source, respell=None) -> str:
+    """The placeholder target of the graph input read from `source` (Note [Graph input names]);
+    `respell` (`_respelling`) spells the root frame's arguments as torch.compile does."""
+    spelled = source.torch_name()
+    target = _NOT_ASCII_ALNUM.sub("_", spelled if respell is None else respell(spelled))
     # a spelling without torch.compile's `L`/`G` root may be no identifier, or one FX reserves
     return target if target.isidentifier() and target not in torch.fx.graph._illegal_names else f"input_{target}"
 
 
 _NOT_ASCII_ALNUM = re.compile(r"[^0-9A-Za-z]+")
+
+
+def _respelling(spellings: dict | None):
+    """A function of a spelled source that replaces each key of `spellings` in it (an
+    argument of the root frame, `L['args'][0]`) by its value (`L['x']`); None without any."""
+    if not spellings:
+        return None
+    pattern = re.compile("|".join(re.escape(key) for key in sorted(spellings, key=len, reverse=True)))
+    return functools.partial(pattern.sub, lambda match: spellings[match.group(0)])
 
 
 def warm_up() -> None:

@@ -30,7 +30,7 @@ from ..translate.continuation import forget_continuations
 from ..translate.resume import forget_resume_functions
 from . import capture_cache, code_state, recompiles, verify
 from .logs import logger
-from .root_frames import LISTENERS, RECOMPILE_LISTENERS
+from .root_frames import LISTENERS, RECOMPILE_LISTENERS, argument_spellings, forward_call
 
 _live: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
 
@@ -369,7 +369,9 @@ class CompiledFunction:
         started = time.perf_counter()
         try:
             with gc_pause.paused():  # Note [GC paused during a capture]
-                result = capture(self.fn, values, self.backend, self.fullgraph, self.callee_compiler, self.dynamic)
+                spellings = argument_spellings(values) if self.fn is forward_call else None
+                result = capture(self.fn, values, self.backend, self.fullgraph, self.callee_compiler, self.dynamic,
+                                 spellings)
                 traced = time.perf_counter()
                 guards = self._compile_guards(result.guards)
         except GraphBreak as e:

@@ -64,7 +64,7 @@ def argument_names(code: types.CodeType) -> tuple[str, ...]:
 
 
 def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = False,
-            compile_fn=None, dynamic=None) -> Capture:
+            compile_fn=None, dynamic=None, spellings: dict | None = None) -> Capture:
     """Trace `fn` called with argument locals `values`.
 
     Returns a `Capture`; at a resumable graph break (not under `fullgraph`) the capture
@@ -74,7 +74,8 @@ def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = Fa
     [Continuations]); where that is impossible the capture restarts, breaking at the
     outermost call site. Every restart keeps what earlier attempts learned in the capture's
     speculation log (Note [Speculation log]). `dynamic` is the function's DynamicState
-    (Note [Symbolic sizes]), None for static shapes.
+    (Note [Symbolic sizes]), None for static shapes. `spellings`: how torch.compile spells
+    the frame's arguments, where it traces another frame (Note [Graph input names]).
     """
     start = time.perf_counter()
     log = SpeculationLog()
@@ -82,7 +83,7 @@ def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = Fa
     while True:
         output = None
         try:
-            output = OutputGraph(dynamic, log)
+            output = OutputGraph(dynamic, log, spellings)
             result = _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn, ddp_modules)
         except RestartCapture as e:
             if not e.counted or log.restart():
