@@ -4,7 +4,9 @@ Each source can render itself as a Python expression over the guard function's
 scope (`name()`: frame locals by their own names, `G` the frame's globals, `C` the
 frame's closure cells) and can emit bytecode that loads the value again inside the
 transformed frame (`reconstruct(cg)`). Guards and residual code both come from
-sources and from nothing else.
+sources and from nothing else. `torch_name()` spells a source as torch.compile does
+(`L['x']`, `G['w']`): graph inputs are named after it (Note [Graph input names] in
+graph/output_graph.py).
 
 A source that reads from another source's value (an attribute, an item) names it as its
 `prefix()` and loads it with `cg.load_source(prefix)`, so residual code can load a prefix
