@@ -1,6 +1,6 @@
 """A DDP training step on 2 ranks (issue 40 item 5): `python -m bench.ddp_step [--backends
 aot_eager,inductor] [--steps N] [--model mlp|transformer] [--layers L] [--width W]
-[--bucket-cap-mb MB] [--ways W,...]` (`make bench-dist`).
+[--bucket-cap-mb MB] [--ways W,...] [--separate N]` (`make bench-dist`).
 
 Two processes (gloo over 127.0.0.1) train an MLP of `--layers` (8) x (Linear(W, W) + ReLU), W =
 `--width` (1024), batch 64, or (`--model transformer`) `--layers` pre-norm transformer blocks of
@@ -13,8 +13,16 @@ rebuild; each way's switch read then), then `--steps` (10) rounds time one step 
 order rotating (the ways' times share the machine's drift); printed, from rank 0: the median step
 time, the graphs the backend got, and the overlap, the share of the all-reduce time (a comm hook's
 start to its future's completion, per bucket) that falls before the backward reaches the input (a
-hook on the input's gradient: the backward's compute is over), averaged over the timed steps. Both
-ranks run on a shared machine's cores: rough figures.
+hook on the input's gradient: the backward's compute is over), averaged over the timed steps,
+and each bytegraph way's step against torch.compile's in the same round. Both ranks run on a
+shared machine's cores: rough figures.
+
+In one process the two systems' models slow each other: with identical AOT graphs (the same
+partition, Note [Inputs that live across calls]) bytegraph's backward measured 3-4 ms slower than
+torch.compile's beside it on the transformer, and as fast or faster each in a process of its own.
+`--separate N` therefore runs every way in a pair of rank processes of its own, N rounds, the
+order rotating, and prints each round's median step per way and bytegraph's minus
+torch.compile's, round by round.
 """
 from __future__ import annotations
 
@@ -147,7 +155,8 @@ class _Way:
     def row(self) -> dict:
         return dict(way=self.way, backend="-" if self.way == "eager" else self.backend,
                     ms=statistics.median(self.times) * 1e3, forward_ms=statistics.median(self.forwards) * 1e3,
-                    graphs=len(self.graphs), overlap=statistics.mean(self.overlaps), times=self.times)
+                    graphs=len(self.graphs), overlap=statistics.mean(self.overlaps), times=self.times,
+                    forwards=self.forwards, overlaps=self.overlaps)
 
 
 def _rank(rank: int, world: int, port: int, args, out_path: str) -> None:
@@ -177,22 +186,78 @@ def main(argv=None) -> None:
     parser.add_argument("--model", choices=("mlp", "transformer"), default="mlp")
     parser.add_argument("--bucket-cap-mb", type=float, default=8)
     parser.add_argument("--ways", default=",".join(WAYS), help=f"comma-separated, of: {', '.join(WAYS)}")
+    parser.add_argument("--separate", type=int, default=0, metavar="N",
+                        help="run each way in processes of its own, N times, the order rotating (models of "
+                             "the two systems in one process slow each other)")
     args = parser.parse_args(argv)
-    if unknown := set(args.ways.split(",")) - set(WAYS):
+    ways = args.ways.split(",")
+    if unknown := set(ways) - set(WAYS):
         parser.error(f"unknown ways: {', '.join(sorted(unknown))}")
-    with tempfile.TemporaryDirectory() as tmp:
-        out_path = os.path.join(tmp, "rows.json")
-        mp.spawn(_rank, args=(2, _free_port(), args, out_path), nprocs=2, join=True)
-        with open(out_path) as f:
-            rows = json.load(f)
     model = f"MLP {args.layers} x Linear({args.width}, {args.width}) + ReLU, batch 64" if args.model == "mlp" \
         else f"transformer {args.layers} blocks of width {args.width} (4 heads, MLP 4x), batch 8 x 32 tokens"
-    print(f"DDP step, 2 ranks (gloo), {model}, bucket_cap_mb={args.bucket_cap_mb:g}, median of {args.steps} steps")
+    if args.separate:
+        runs = []
+        for r in range(args.separate):
+            for i in range(len(ways)):
+                runs.append(_spawn(args, [ways[(r + i) % len(ways)]]))
+        rows = _merged(runs)
+        how = f"{args.steps} steps x {args.separate} runs, each way in processes of its own"
+    else:
+        rows = _spawn(args, ways)
+        how = f"median of {args.steps} steps"
+    print(f"DDP step, 2 ranks (gloo), {model}, bucket_cap_mb={args.bucket_cap_mb:g}, {how}")
     print(f"{'way':<24}{'backend':<11}{'step ms':>9}{'forward':>9}{'graphs':>8}{'overlap':>9}")
     for row in rows:
         print(f"{row['way']:<24}{row['backend']:<11}{row['ms']:>9.1f}{row['forward_ms']:>9.2f}{row['graphs']:>8}"
               f"{row['overlap']:>9.0%}")
-    _print_paired(rows)
+    if args.separate:
+        _print_runs(runs)
+    else:
+        _print_paired(rows)
+
+
+def _spawn(args, ways: list) -> list:
+    """The rows of `ways` timed in one pair of rank processes."""
+    args = argparse.Namespace(**{**vars(args), "ways": ",".join(ways)})
+    with tempfile.TemporaryDirectory() as tmp:
+        out_path = os.path.join(tmp, "rows.json")
+        mp.spawn(_rank, args=(2, _free_port(), args, out_path), nprocs=2, join=True)
+        with open(out_path) as f:
+            return json.load(f)
+
+
+def _merged(runs: list) -> list:
+    """One row per way over every run's steps (medians of all of them, the overlap's mean)."""
+    rows = {}
+    for run in runs:
+        for row in run:
+            merged = rows.setdefault((row["way"], row["backend"]), dict(row, times=[], forwards=[], overlaps=[]))
+            for key in ("times", "forwards", "overlaps"):
+                merged[key] += row[key]
+    order = {way: i for i, way in enumerate(WAYS)}
+    out = sorted(rows.values(), key=lambda row: (row["backend"] != "-", row["backend"], order[row["way"]]))
+    for row in out:
+        row.update(ms=statistics.median(row["times"]) * 1e3, forward_ms=statistics.median(row["forwards"]) * 1e3,
+                   overlap=statistics.mean(row["overlaps"]))
+    return out
+
+
+def _print_runs(runs: list) -> None:
+    """Per run, each way's median step; bytegraph's against torch.compile's of the same round."""
+    medians = {}
+    for run in runs:
+        for row in run:
+            medians.setdefault((row["way"], row["backend"]), []).append(row["ms"])
+    print("median step of each run, ms; bytegraph minus torch.compile, run by run:")
+    for (way, backend), ours in medians.items():
+        if not way.startswith("bytegraph"):
+            continue
+        theirs = medians.get((way.replace("bytegraph", "torch.compile"), backend))
+        if theirs is None:
+            continue
+        diffs = [a - b for a, b in zip(ours, theirs)]
+        print(f"  {way.split()[1]:<8} {backend:<10} bytegraph {' '.join(f'{m:.1f}' for m in ours)} | torch.compile "
+              f"{' '.join(f'{m:.1f}' for m in theirs)} | differences {' '.join(f'{d:+.1f}' for d in diffs)}")
 
 
 def _print_paired(rows: list) -> None:
