@@ -20,9 +20,9 @@ shared machine's cores: rough figures.
 In one process the two systems' models slow each other: with identical AOT graphs (the same
 partition, Note [Inputs that live across calls]) bytegraph's backward measured 3-4 ms slower than
 torch.compile's beside it on the transformer, and as fast or faster each in a process of its own.
-`--separate N` therefore runs every way in a pair of rank processes of its own, N rounds, the
-order rotating, and prints each round's median step per way and bytegraph's minus
-torch.compile's, round by round.
+`--separate N` therefore runs every way in a pair of rank processes of its own, N rounds, each
+bytegraph way right next to its torch.compile way, which goes first alternating (ABBA), and
+prints each round's median step per way and bytegraph's minus torch.compile's, round by round.
 """
 from __future__ import annotations
 
@@ -187,8 +187,9 @@ def main(argv=None) -> None:
     parser.add_argument("--bucket-cap-mb", type=float, default=8)
     parser.add_argument("--ways", default=",".join(WAYS), help=f"comma-separated, of: {', '.join(WAYS)}")
     parser.add_argument("--separate", type=int, default=0, metavar="N",
-                        help="run each way in processes of its own, N times, the order rotating (models of "
-                             "the two systems in one process slow each other)")
+                        help="run each way in processes of its own, N rounds, each bytegraph way next to its "
+                             "torch.compile way, their order alternating (models of the two systems in one "
+                             "process slow each other)")
     args = parser.parse_args(argv)
     ways = args.ways.split(",")
     if unknown := set(ways) - set(WAYS):
@@ -197,9 +198,14 @@ def main(argv=None) -> None:
         else f"transformer {args.layers} blocks of width {args.width} (4 heads, MLP 4x), batch 8 x 32 tokens"
     if args.separate:
         runs = []
-        for r in range(args.separate):
-            for i in range(len(ways)):
-                runs.append(_spawn(args, [ways[(r + i) % len(ways)]]))
+        for r in range(args.separate):  # a bytegraph way and its torch.compile way back to back, ABBA
+            for way in ways:
+                if way.startswith("torch.compile"):
+                    continue
+                other = way.replace("bytegraph", "torch.compile")
+                pair = [way, other] if other in ways else [way]
+                for one in (pair if r % 2 == 0 else pair[::-1]):
+                    runs.append(_spawn(args, [one]))
         rows = _merged(runs)
         how = f"{args.steps} steps x {args.separate} runs, each way in processes of its own"
     else:
