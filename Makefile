@@ -74,6 +74,10 @@ bench-dist: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m bench.ddp_step --backends aot_eager,inductor --steps 40
 	OMP_NUM_THREADS=1 $(PY) -m bench.ddp_step --backends aot_eager,inductor --steps 40 --model transformer \
 		--layers 4 --width 256 --bucket-cap-mb 1
+	OMP_NUM_THREADS=1 $(PY) -m bench.ddp_step --backends aot_eager,inductor --steps 30 --separate 6 \
+		--ways "bytegraph split,torch.compile split"
+	OMP_NUM_THREADS=1 $(PY) -m bench.ddp_step --backends aot_eager,inductor --steps 30 --separate 6 \
+		--ways "bytegraph split,torch.compile split" --model transformer --layers 4 --width 256 --bucket-cap-mb 1
 
 # Every architecture transformers can build from its config classes, shrunk to tiny sizes, and
 # every torch.nn module, under bytegraph and torch.compile side by side (bench/sweep.py); the
