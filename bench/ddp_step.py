@@ -202,7 +202,7 @@ def main(argv=None) -> None:
             for way in ways:
                 if way.startswith("torch.compile"):
                     continue
-                other = way.replace("bytegraph", "torch.compile")
+                other = _reference(way)
                 pair = [way, other] if other in ways else [way]
                 for one in (pair if r % 2 == 0 else pair[::-1]):
                     runs.append(_spawn(args, [one]))
@@ -255,15 +255,24 @@ def _print_runs(runs: list) -> None:
         for row in run:
             medians.setdefault((row["way"], row["backend"]), []).append(row["ms"])
     print("median step of each run, ms; bytegraph minus torch.compile, run by run:")
-    for (way, backend), ours in medians.items():
-        if not way.startswith("bytegraph"):
-            continue
-        theirs = medians.get((way.replace("bytegraph", "torch.compile"), backend))
-        if theirs is None:
-            continue
+    for way, backend, ours, theirs in _pairs(medians):
         diffs = [a - b for a, b in zip(ours, theirs)]
         print(f"  {way.split()[1]:<8} {backend:<10} bytegraph {' '.join(f'{m:.1f}' for m in ours)} | torch.compile "
               f"{' '.join(f'{m:.1f}' for m in theirs)} | differences {' '.join(f'{d:+.1f}' for d in diffs)}")
+
+
+def _reference(way: str) -> str:
+    """torch.compile's way that bytegraph's `way` is measured against."""
+    return way.replace("bytegraph", "torch.compile")
+
+
+def _pairs(by_way: dict):
+    """(way, backend, bytegraph's values, torch.compile's) for each bytegraph way of `by_way`
+    ({(way, backend): values}) whose torch.compile way was measured too."""
+    for (way, backend), ours in by_way.items():
+        theirs = by_way.get((_reference(way), backend)) if way.startswith("bytegraph") else None
+        if theirs is not None:
+            yield way, backend, ours, theirs
 
 
 def _print_paired(rows: list) -> None:
@@ -272,12 +281,7 @@ def _print_paired(rows: list) -> None:
     which bytegraph's step was not slower."""
     by_way = {(row["way"], row["backend"]): row["times"] for row in rows}
     print("paired, bytegraph - torch.compile step in the same round:")
-    for (way, backend), times in by_way.items():
-        if not way.startswith("bytegraph"):
-            continue
-        other = by_way.get((way.replace("bytegraph", "torch.compile"), backend))
-        if other is None:
-            continue
+    for way, backend, times, other in _pairs(by_way):
         diffs = [(mine - theirs) * 1e3 for mine, theirs in zip(times, other)]
         kept = sum(d <= 0 for d in diffs)
         print(f"  {way.split()[1]:<8} {backend:<10} median {statistics.median(diffs):+.2f} ms, "

@@ -33,27 +33,19 @@ class TrackerKey:
         return id(self.vt)
 
     def __eq__(self, other) -> bool:
-        return type(other) is TrackerKey and other.vt is self.vt
+        return type(other) is type(self) and other.vt is self.vt  # a kind of key equals only its own kind
 
     def __repr__(self) -> str:
         return f"<key {self.vt.describe()}>"
 
 
-class RegistryIdKey:
+class RegistryIdKey(TrackerKey):
     """A set member that is a hook registry's id (Note [Hook registries] in
     vars/hooks/registry.py), hashed and compared by its tracker: one tracker stands for one id
-    in a capture, and the registries' guards pin every equality among ids."""
+    in a capture, and the registries' guards pin every equality among ids. Code that asks
+    `type(key) is TrackerKey` (a tensor member) does not take it for one."""
 
-    __slots__ = ("vt",)
-
-    def __init__(self, vt):
-        self.vt = vt
-
-    def __hash__(self) -> int:
-        return id(self.vt)
-
-    def __eq__(self, other) -> bool:
-        return type(other) is RegistryIdKey and other.vt is self.vt
+    __slots__ = ()
 
     def __repr__(self) -> str:
         return f"<id {self.vt.describe()}>"
@@ -80,7 +72,7 @@ def key_tracker(key):
 
 def load_key(cg, key) -> None:
     """Push dict key `key` in residual code (a tensor key, or a registry id, through its tracker)."""
-    if type(key) is TrackerKey or type(key) is RegistryIdKey:
+    if isinstance(key, TrackerKey):
         cg.reconstruct(key.vt)
     else:
         cg.load_const(key)
