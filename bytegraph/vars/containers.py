@@ -963,9 +963,9 @@ class SetVariable(VariableTracker):
     def settle(self) -> None:
         """The members kept by tracker (a hook registry's ids, `_by_id`) keyed by their values,
         which are guarded now: what any use but adding, discarding and `in` needs."""
-        ids = [k for k in self.items if type(k) is RegistryIdKey]
-        if ids:
-            ids[0].vt.output.side_effects.touch(self)  # representation only: a restore takes it back with the guards
+        first = next((k for k in self.items if type(k) is RegistryIdKey), None)
+        if first is not None:
+            first.vt.output.side_effects.touch(self)  # representation only: a restore takes it back with the guards
             self.items = {(k.vt.as_python_constant() if type(k) is RegistryIdKey else k): vt
                           for k, vt in self.items.items()}
 
