@@ -3,7 +3,8 @@ gradients must equal eager (helpers.check compares both)."""
 import pytest
 import torch
 
-from helpers import check
+import bytegraph
+from helpers import CompileCounter, check
 
 
 def _no_grad_block(x):
@@ -203,3 +204,75 @@ def test_grad_of_grad_via_autograd_grad_outside():
     (gg_e,) = torch.autograd.grad(g_e.sum(), x_e)
     (gg_c,) = torch.autograd.grad(g_c.sum(), x_c)
     assert_same(gg_e, gg_c, "second derivative")
+
+
+def _grad_context_made_before_a_break(x):
+    ctx = torch.no_grad()
+    made_in_a_tuple = (torch.enable_grad(), bytegraph.graph_break())[0]
+    y = x * 2
+    bytegraph.graph_break()
+    with ctx:
+        z = y * 3
+        with made_in_a_tuple:
+            w = y * 4
+    return z, w
+
+
+def test_grad_context_made_before_a_break_is_rebuilt_for_the_resumed_code():
+    """A `no_grad()`/`enable_grad()` object never entered before a break is made anew by the
+    residual code (it holds no state until entered): one of the frames is not run eagerly."""
+    result = check(_grad_context_made_before_a_break, torch.randn(3, requires_grad=True), graphs=2)
+    assert result.counter.op_count == 5  # x*2; then y*3 and y*4 with their three switches
+
+
+def _empty_grad_blocks(x):
+    y = x * 2
+    with torch.no_grad():
+        with torch.enable_grad():
+            pass
+    with torch.no_grad():
+        pass
+    return y + 1
+
+
+def test_grad_switches_with_nothing_between_are_dropped():
+    """As torch.compile's: a block that records no op leaves no switch in the graph."""
+    counter = CompileCounter()
+    check(_empty_grad_blocks, torch.randn(3, requires_grad=True), backend=counter, graphs=1)
+    assert [str(t) for t in counter.ops()] == ["<built-in function mul>", "<built-in function add>"]
+
+
+def _switches_around_an_op(x):
+    with torch.no_grad():
+        y = x * 2
+    with torch.no_grad():
+        pass
+    return y + x
+
+
+def test_grad_switches_around_an_op_stay():
+    counter = CompileCounter()
+    check(_switches_around_an_op, torch.randn(3, requires_grad=True), backend=counter, graphs=1)
+    assert counter.ops().count(torch._C._set_grad_enabled) == 2
+
+
+def _raw_grad_switches(x):
+    torch._C._set_grad_enabled(False)
+    y = x * 2
+    torch._C._set_grad_enabled(True)
+    return y + x, y.requires_grad
+
+
+def test_raw_grad_switch_is_traced():
+    """`torch._C._set_grad_enabled`, as a real grad-mode object's `__enter__` calls it."""
+    check(_raw_grad_switches, torch.randn(3, requires_grad=True), graphs=1)
+
+
+def _real_no_grad_object(x, ctx):
+    with ctx:
+        y = x * 2
+    return y + x, ctx.prev
+
+
+def test_real_no_grad_object_is_entered_in_the_trace():
+    check(_real_no_grad_object, torch.randn(3, requires_grad=True), torch.no_grad(), graphs=1)

@@ -248,6 +248,7 @@ def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend,
     before a break costs no graph call, as in torch.compile. A graph of a DDP module of
     `ddp_modules` may go to the backend in pieces (Note [DDP bucket splits])."""
     graph = output.graph
+    _drop_cancelling_grad_switches(graph)
     if not any(node.op != "placeholder" and not (at_break and _is_grad_switch(node)) for node in graph.nodes):
         return None, 0.0
     autocast.close_graph(output)  # Note [Autocast in the trace]: the graph is balanced
@@ -283,6 +284,21 @@ def _emit_graph_call(cg: PyCodegen, output: OutputGraph, outputs: list, backend,
 
 def _is_grad_switch(node) -> bool:
     return node.op == "call_function" and node.target is torch._C._set_grad_enabled
+
+
+def _drop_cancelling_grad_switches(graph: torch.fx.Graph) -> None:
+    """Erase each grad-mode switch that the next node switches back (`with torch.no_grad():`
+    around code that recorded no op), as torch.compile does: every recorded switch changes
+    the mode, so a pair with nothing between leaves it as it was, and erasing one may make
+    the switches around it a pair."""
+    kept: list = []
+    for node in list(graph.nodes):
+        if _is_grad_switch(node) and kept and _is_grad_switch(kept[-1]) and kept[-1].args != node.args \
+                and not node.users and not kept[-1].users:
+            graph.erase_node(node)
+            graph.erase_node(kept.pop())
+        else:
+            kept.append(node)
 
 
 def new_graph_name() -> str:

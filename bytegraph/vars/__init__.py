@@ -20,8 +20,8 @@ here, whose rows fill the tables (docs/architecture.md, "Adding a kind").
 from . import (autocast, autograd_function, autograd_ops, base, builder, builtin_methods, builtins,  # noqa: F401
                class_lookup, classes, code_object, constant, constant_results, construction, context,
                container_subclass, containers, context_vars, counter, dataclass_fields, deque, dict_keys,
-               dict_subclass, dict_views, dunders, environ, exceptions, factory, function_ctx, functions,
-               globals_dict, hooks, hops, iterators, keyed_dicts, lazy_int, lazy_list, lazy_modules,
+               dict_subclass, dict_views, disabled_functions, dunders, environ, exceptions, factory, function_ctx,
+               functions, globals_dict, hooks, hops, iterators, keyed_dicts, lazy_int, lazy_list, lazy_modules,
                legacy_tensor_types, locks, logging_calls, lru_cache, made_modules, mapping_proxy, mappings,
                method_table, namedtuples, nn_module, numpy_calls, object_protocol, objects, polyfills,
                process_groups, random_draws, registry, repeated_blocks, requires_grad, scalar_reads, set_order,

@@ -22,6 +22,7 @@ from .constant import ConstantVariable
 from .constant_results import call_marked, is_marked_constant
 from .containers import DictVariable, TupleVariable
 from .dict_keys import reconstruct_map
+from .disabled_functions import DisabledFunctionVariable, disabled_original, is_torch_function
 from .method_table import read_attr
 from .registry import guard, register
 from . import factory
@@ -716,11 +717,13 @@ def build_function(tx, value, source, do_guard: bool) -> VariableTracker:
     if original is not None:  # a function compiled by bytegraph: its original is traced
         guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
         return UserFunctionVariable(original, None)
-    original = getattr(value, "_torchdynamo_orig_callable", None)
-    if getattr(value, "_torchdynamo_disable", False) and type(original) is types.FunctionType:
-        # `torch._dynamo.disable(f)` (torch.optim wraps helpers so once torch._dynamo is
-        # imported): the wrapper only switches torch.compile's frame hook, so `f` is traced
+    original = disabled_original(value)
+    if original is not None:
         guard(tx, do_guard, GuardKind.ID_MATCH, source, value)
+        if not is_torch_function(original):  # a user's: run eagerly at a break, as torch.compile does
+            return DisabledFunctionVariable(value, source)
+        # torch's own (torch.optim wraps helpers so once torch._dynamo is imported): the
+        # wrapper only switches torch.compile's frame hook, so the function is traced
         return UserFunctionVariable(original, None)
     # Code and globals, not identity: a lambda made anew per call is the same program;
     # its defaults and closure contents are guarded where the trace reads them.

@@ -116,16 +116,20 @@ class GradModeVariable(VariableTracker):
 
     Entering records a `torch._C._set_grad_enabled` node and sets the tracer's grad
     mode (fake propagation follows it); exiting restores the mode seen on entry.
-    `set_grad_enabled(b)` switches on construction, like eager.
+    `set_grad_enabled(b)` switches on construction, like eager. A `no_grad()` or
+    `enable_grad()` object never entered in the trace is rebuilt by calling its class again
+    (it holds no state until entered) when residual code needs it: one made before a break
+    and entered after it.
     """
 
-    __slots__ = ("target", "prior", "switch_on_init")
+    __slots__ = ("target", "prior", "switch_on_init", "entered")
 
     def __init__(self, target: bool, prior: bool, switch_on_init: bool = False):
         super().__init__(None)
         self.target = target
         self.prior = prior
         self.switch_on_init = switch_on_init
+        self.entered = False
 
     def python_type(self) -> type:
         return torch.set_grad_enabled if self.switch_on_init else (
@@ -136,6 +140,7 @@ class GradModeVariable(VariableTracker):
 
     def enter(self, tx) -> VariableTracker:
         tx.output.side_effects.touch(self)
+        self.entered = True
         self.prior = tx.output.grad_enabled if not self.switch_on_init else self.prior
         tx.output.set_grad_enabled(self.target)
         return ConstantVariable(None)
@@ -150,6 +155,13 @@ class GradModeVariable(VariableTracker):
         if not isinstance(fn, BaseFunctionVariable):
             return super().call_function(tx, args, kwargs)
         return GradModeWrappedFunction(self, fn)
+
+    def reconstruct(self, cg) -> None:
+        if self.switch_on_init or self.entered:  # its real object would hold the mode it saw
+            super().reconstruct(cg)
+            return
+        cg.push_callable_const(self.python_type())
+        cg.call(0)
 
 
 class RestoreGradMode:
@@ -231,6 +243,15 @@ def _set_grad_enabled(tx, args, kwargs):
     ctx = GradModeVariable(bool(mode), tx.output.grad_enabled, switch_on_init=True)
     tx.output.set_grad_enabled(bool(mode))
     return ctx
+
+
+def _switch_grad_mode(tx, args, kwargs):
+    """`torch._C._set_grad_enabled(mode)`, as the `__enter__`/`__exit__` of a real
+    `no_grad()`/`enable_grad()` object call it: the traced switch."""
+    if kwargs or len(args) != 1 or not args[0].is_python_constant() or type(args[0].as_python_constant()) is not bool:
+        tx.unsupported("torch._C._set_grad_enabled() with other than one bool argument", category="unsupported call")
+    tx.output.set_grad_enabled(args[0].as_python_constant())
+    return ConstantVariable(None)
 
 
 def _is_grad_enabled(tx, args, kwargs):
@@ -370,6 +391,7 @@ SPECIAL = {
     torch.no_grad: _no_grad,
     torch.enable_grad: _enable_grad,
     torch.set_grad_enabled: _set_grad_enabled,
+    torch._C._set_grad_enabled: _switch_grad_mode,
     torch.is_grad_enabled: _is_grad_enabled,
     torch.Size: _size,
     torch.is_tensor: _is_tensor,
