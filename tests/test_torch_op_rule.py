@@ -63,10 +63,11 @@ def test_functional_c_functions_and_named_cases():
 def test_global_state_outside_the_namespaces_is_not_a_graph_op():
     """torch._C's own functions (grad-mode and autocast switches, RNG state, threads) are no
     operator namespace: a break, or a SPECIAL handler that models them as state."""
-    for fn in (torch._C._set_grad_enabled, torch.set_autocast_enabled, torch.set_num_threads,
+    for fn in (torch.set_autocast_enabled, torch.set_num_threads,
                torch._C.default_generator.get_state, torch._C._set_deterministic_algorithms):
         assert lookup(fn).kind is Kind.BREAK, fn
-    for fn in (torch.set_grad_enabled, torch.no_grad, torch.is_grad_enabled, torch.get_rng_state):
+    for fn in (torch.set_grad_enabled, torch._C._set_grad_enabled, torch.no_grad, torch.is_grad_enabled,
+               torch.get_rng_state):
         assert lookup(fn).kind is Kind.BUILTIN, fn
 
 

@@ -37,6 +37,22 @@ the block ends (once, with eager's arguments). A break at BEFORE_WITH itself (in
 block with its two results. A block kept by a manager of another kind (or a break
 inside an `except` body, whose kept slots hold the exception) keeps the body-copy path.
 
+Note [Nested breaks inside grad-mode blocks]
+A nested break resumes in the innermost frame also when the breaking frame or frames waiting
+for it are inside `with` blocks, if every `try`/`with` block open at their current
+instruction is a grad-mode `with` (`no_grad()`, `enable_grad()`, `set_grad_enabled(b)`,
+whose exit on the stack has a `restored_grad_mode`; `_grad_block_priors` walks the handler
+chain: a `with` block's handler starts PUSH_EXC_INFO, WITH_EXCEPT_START, and the handler of
+that code leads to the next block out). Each frame's resume function starts inside its
+blocks with their exits as arguments (`RestoreGradMode`), like a break in a block of the
+root frame, so on the normal path every block exits where eager's does, inside the next
+graph. On the exception path eager would run every open exit from the innermost out, and
+their only effect is the grad mode, the last (outermost) one's prior winning: the residual
+code runs the breaking instruction and the resumed calls under a handler that sets that
+mode and re-raises. Any other block (an `except` that could catch the exception, a user's
+context manager) keeps the break at the outermost call site, as torch.compile's nested
+graph breaks skip a frame in a `try` block.
+
 Note [Breaks inside inlined comprehensions]
 From 3.12 a comprehension runs in the frame (PEP 709) inside an exception-table entry of its
 own, whose handler keeps two slots above the enclosing blocks' ones: the value of the local
@@ -97,11 +113,13 @@ import builtins
 import sys
 import types
 
+import torch
 from bytecode import Instr, Label, TryBegin, TryEnd
 
 from .._bytecode import sequences
 from .._bytecode.versions import HAS_PRECALL, LOAD_ATTR_METHOD_BIT, NULL_BEFORE_CALLABLE, TRUTH_JUMPS
-from .._bytecode.analysis import cells_read_before_written, handlers, is_comprehension_cleanup, live_locals
+from .._bytecode.analysis import (block_handler, cells_read_before_written, handlers, is_comprehension_cleanup,
+                                  live_locals)
 from .._bytecode.instructions import instructions_of
 from ..errors import GraphBreak
 from ..vars.containers import TupleVariable
@@ -201,13 +219,16 @@ def live_values(tx, index: int) -> list:
     return out
 
 
-def nested_break(frames, fn) -> tuple[list, types.FunctionType] | None:
+def nested_break(frames, fn) -> tuple[list, types.FunctionType, bool | None] | None:
     """For a break in `frames[-1]` inside calls inlined from `frames[:-1]` (root first;
     `fn` is the root's function): the calls waiting for the breaking frame's result, as
     (resume function, trackers passed before the result, trackers after it), outermost
-    first, and the breaking frame's own function. None when the break cannot be resumed
-    there (the capture then breaks at the outermost call site, Note [Speculation log])."""
+    first, the breaking frame's own function, and the grad mode the residual code restores
+    if the rest raises (Note [Nested breaks inside grad-mode blocks]; None: no frame is
+    inside a block). None when the break cannot be resumed there (the capture then breaks
+    at the outermost call site, Note [Speculation log])."""
     calls = []
+    restore_on_raise = None
     for depth, (tx, callee_tx) in enumerate(zip(frames, frames[1:])):
         index = _index(tx)
         keep = _call_operands_start(tx)
@@ -217,20 +238,52 @@ def nested_break(frames, fn) -> tuple[list, types.FunctionType] | None:
         waiting = waiting_calls(tx.code, index, tx.locals) if depth == 0 else None
         if waiting is not None:  # the root is a continuation: its own waiting calls go on
             calls += waiting
-        elif handlers(tx.code)[index] is not None or cells_reason(tx, index) is not None:
+            continue
+        priors = _grad_block_priors(tx, index, tx.snapshot_stack[:keep])
+        if priors is None or cells_reason(tx, index) is not None:
             return None
-        else:
-            kept = tx.snapshot_stack[:keep]
-            live = live_values(tx, index + 1)
-            resume = make_resume_function(fn, tx.code, index + 1, tuple(vt is NULL for vt in kept) + (False,),
-                                          tuple(n for n, _ in live))
-            calls.append((resume, [vt for vt in kept if vt is not NULL], [vt for _, vt in live]))
+        if priors and restore_on_raise is None:
+            restore_on_raise = priors[0]
+        kept = tx.snapshot_stack[:keep]
+        live = live_values(tx, index + 1)
+        resume = make_resume_function(fn, tx.code, index + 1, tuple(vt is NULL for vt in kept) + (False,),
+                                      tuple(n for n, _ in live))
+        calls.append((resume, [vt for vt in kept if vt is not NULL], [vt for _, vt in live]))
         fn = callee
     tx = frames[-1]
-    if (resumable_reason(tx) is not None or handlers(tx.code)[_index(tx)] is not None or _reads_frame_locals(tx)
+    index = _index(tx)
+    pops = (_effect(tx.inst) or (0, 0))[0]
+    priors = _grad_block_priors(tx, index, tx.snapshot_stack[:len(tx.snapshot_stack) - pops])
+    if (priors is None or resumable_reason(tx) is not None or _reads_frame_locals(tx)
             or (tx.inst.opname == "STORE_GLOBAL" and tx.f_globals is not frames[0].f_globals)):
         return None
-    return calls, fn
+    if priors and restore_on_raise is None:
+        restore_on_raise = priors[0]
+    return calls, fn, restore_on_raise
+
+
+def _grad_block_priors(tx, index: int, kept: list) -> list | None:
+    """The grad modes that the `with` blocks open at instruction `index` of frame `tx`
+    restore when they exit, outermost first, if every `try`/`with` block open there is a
+    grad-mode `with` whose exit (`restored_grad_mode`) is among the stack slots `kept` (Note [Nested breaks inside
+    grad-mode blocks]); None if another kind of block is open."""
+    table = handlers(tx.code)
+    instructions = instructions_of(tx.code)
+    priors = []
+    handler = block_handler(tx.code, index)
+    while handler is not None:
+        start = instructions[handler.target:handler.target + 2]
+        if [i.opname for i in start] != ["PUSH_EXC_INFO", "WITH_EXCEPT_START"] or not 0 < handler.depth <= len(kept):
+            return None
+        exit_slot = kept[handler.depth - 1]
+        prior = None if exit_slot is NULL else exit_slot.restored_grad_mode
+        if prior is None:
+            return None
+        priors.append(prior)
+        cleanup = table[handler.target]  # the handler of the exit call: it re-raises to the next block out
+        handler = table[cleanup.target] if cleanup is not None else None
+    priors.reverse()
+    return priors
 
 
 def _call_operands_start(tx) -> int | None:
@@ -263,13 +316,13 @@ def _callable_and_null(start: int) -> tuple[int, int]:
 
 
 def _inlined_function(tx, operands: list, code) -> types.FunctionType | None:
-    """The real function whose frame, with code `code`, the call with `operands` (its
-    callable slots, `_callable_and_null`, then its arguments) inlined directly, so the
-    frame's result is the call's result; None if there is none, or its frame cannot be
-    resumed on its own."""
+    """The function (or a function made in the trace's stand-in, `resumed_function`) whose
+    frame, with code `code`, the call with `operands` (its callable slots,
+    `_callable_and_null`, then its arguments) inlined directly, so the frame's result is
+    the call's result; None if there is none, or its frame cannot be resumed on its own."""
     fn_slot, null_slot = _callable_and_null(0)
     vt = operands[fn_slot] if operands[null_slot] is NULL else operands[0]
-    fn = vt.inlined_function()
+    fn = vt.resumed_function()
     if not isinstance(fn, types.FunctionType) or fn.__code__ is not code or code.co_flags & _NOT_RESUMED_FLAGS:
         return None
     return fn
@@ -281,10 +334,12 @@ def _index(tx) -> int:
     return tx.ip - 1 if tx.instructions[tx.ip - 1] is inst else tx.instructions.index(inst)
 
 
-def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) -> None:
+def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world, restore_on_raise=None) -> None:
     """Append to `cg` the residual code for a break before the current instruction of
     `tx`, the breaking frame (`fn` its function): the root frame, or a frame inlined into
-    the `waiting` calls (`nested_break`).
+    the `waiting` calls (`nested_break`), where the breaking instruction and the calls
+    after it run under a handler that sets grad mode `restore_on_raise` and re-raises,
+    unless it is None (Note [Nested breaks inside grad-mode blocks]).
 
     Every value the eager code needs is loaded into a temporary first, then the world is
     restored (side-effect replay, grad mode), then locals and stack are set: so no value
@@ -337,6 +392,10 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
             return
     # The slots the instruction consumes are pushed; the others stay in their temporaries
     # (a NULL among them is re-pushed by the resume function: CPython cannot pop a NULL).
+    on_raise = None
+    if restore_on_raise is not None:
+        on_raise = TryBegin(Label(), False, 0)
+        cg.instructions.append(on_raise)
     block = handler and _enter_block(cg, stack, code, handler)
     _push_slots(cg, stack, keep)
     after = [vt is NULL for vt in stack[:keep]] + [False] * pushes
@@ -364,6 +423,13 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world) 
         _call_rest(cg, tx, fn, index + 1, after, waiting, compile_fn)
     if block:
         cg.instructions.extend(block[1])
+    if on_raise is not None:
+        cg.instructions += [TryEnd(on_raise), on_raise.target]
+        cg.push_callable_const(torch._C._set_grad_enabled)
+        cg.load_const(restore_on_raise)
+        cg.call(1)
+        cg.pop_top()
+        cg.instructions.append(Instr("RERAISE", 0, lineno=cg.lineno))
 
 
 def _resumes_in_block(kept: list, code, handler) -> bool:

@@ -152,7 +152,7 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn, ddp_m
                 if why_not is not None:
                     e.reason = f"{e.reason} (and {why_not}, so the frame runs eagerly)"
                     raise
-                nested = ([], fn)
+                nested = ([], fn, None)
             brk = e
         except TracedRaise as e:  # Note [Traced exceptions]: it escapes the compiled function
             raise UserCodeRaisesError(e.exc.message(), e.location) from None
@@ -173,9 +173,10 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn, ddp_m
                 cg.pop_top()
             autocast.emit_real_transitions(cg, output, at_break=True)
 
-        waiting, breaking_fn = nested
+        waiting, breaking_fn, restore_on_raise = nested
         try:
-            emit_break(cg, frames[-1], breaking_fn, waiting, compile_fn, emit_graph_call, restore_world)
+            emit_break(cg, frames[-1], breaking_fn, waiting, compile_fn, emit_graph_call, restore_world,
+                       restore_on_raise)
         except GraphBreak as e:
             if len(frames) == 1:  # the break's own reason comes first: it is where the frame stops
                 brk.reason = f"{brk.reason} (and a live value cannot be rebuilt there: {e.reason}; " \

@@ -28,7 +28,8 @@ by type):
   a scan of the items, in `vars/object_protocol.py`) or a graph break naming the construct;
 - structure: `children()` (the trackers it holds), `sequence_items()`, the kind flags
   `is_tensor` and `kept_in_block` (a `try`/`with` stack slot that resume functions take over),
-  `handled_exception` (the slot under an `except` handler's exception);
+  `handled_exception` (the slot under an `except` handler's exception), `restored_grad_mode`
+  (a grad-mode `with` exit's);
 - residual code: `reconstruct(cg)`, `built_once()` (rebuilt into a temporary once),
   `compiled_callee(tx)` (how a graph-broken call to it runs compiled by bytegraph),
   `inlined_function()`, `fixed_callable()`; replay of its writes: `replay_records(cg)`, `replayed_values()`,
@@ -90,6 +91,9 @@ class VariableTracker:
     #: raised at)`, which residual code re-entering the handler at a break makes current
     #: again (Note [Handlers at a break])
     handled_exception = None
+    #: for a grad-mode `with` block's exit slot (`WithExitVariable`): the grad mode its exit
+    #: restores (Note [Nested breaks inside grad-mode blocks] in translate/breaks.py)
+    restored_grad_mode = None
     #: whether rebuilding one made during tracing makes a new object (see `built_once`)
     rebuilt_as_new_object = False
     #: when the side-effect replay writes a mutated one (Note [Replay records])
@@ -268,6 +272,13 @@ class VariableTracker:
         """The real Python function whose frame a call to this value inlines directly (its
         frame's result is the call's result), or None."""
         return None
+
+    def resumed_function(self):
+        """A function with the code and globals of the frame a call to this value inlines
+        directly, for the resume functions of a nested break (they take the frame's cells as
+        arguments, Note [Resumed cells]): the real one, or a stand-in for a function made in
+        the trace; None if there is none."""
+        return self.inlined_function()
 
     def reconstruct(self, cg) -> None:
         """Emit bytecode that pushes the real value this tracker stands for."""

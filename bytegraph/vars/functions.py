@@ -410,6 +410,10 @@ class NestedFunctionVariable(BaseFunctionVariable):
     def closure_cells(self, tx):
         return list(self.closure.items) if self.closure is not None else []
 
+    def resumed_function(self):
+        empty_cells = tuple(types.CellType() for _ in self.code.co_freevars) or None
+        return types.FunctionType(self.code, self.f_globals, self.code.co_name, None, empty_cells)
+
     def children(self) -> list:
         """Every tracker the rebuilt function holds."""
         return [p for p in (self.defaults, self.kwdefaults, self.closure, self.annotations, self.func_dict,
@@ -555,6 +559,9 @@ class BoundMethodVariable(VariableTracker):
 
     def inlined_function(self):
         return self.fn.inlined_function()
+
+    def resumed_function(self):
+        return self.fn.resumed_function()
 
     def compiled_callee(self, tx):
         callee = self.fn.compiled_callee(tx)

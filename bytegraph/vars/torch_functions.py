@@ -195,6 +195,10 @@ class WithExitVariable(VariableTracker):
     def python_type(self) -> type:
         return type(self.ctx)
 
+    @property
+    def restored_grad_mode(self) -> bool:
+        return self.ctx.prior
+
     def call_function(self, tx, args, kwargs):
         return self.ctx.exit(tx)
 
