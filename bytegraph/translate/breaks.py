@@ -50,8 +50,9 @@ graph. On the exception path eager would run every open exit from the innermost 
 their only effect is the grad mode, the last (outermost) one's prior winning: the residual
 code runs the breaking instruction and the resumed calls under a handler that sets that
 mode and re-raises. Any other block (an `except` that could catch the exception, a user's
-context manager) keeps the break at the outermost call site, as torch.compile's nested
-graph breaks skip a frame in a `try` block.
+context manager) makes the capture break at an outer call instead (`call_depth`: the
+deepest frame outside such blocks; torch.compile's nested graph breaks skip a frame in a
+`try` block).
 
 Note [Breaks inside inlined comprehensions]
 From 3.12 a comprehension runs in the frame (PEP 709) inside an exception-table entry of its
@@ -95,7 +96,7 @@ caller's) in the slot, where POP_EXCEPT finds it. So bare `raise`, `raise ... fr
 `__context__` of a new exception, `sys.exc_info()` and the state after the handler are
 eager's. A handled exception that cannot be rebuilt is a live value that cannot be, so the
 frame runs eagerly. A break inside a handler never resumes in a resume function (the slot
-is not `kept_in_block`), and a nested one breaks at the outermost call site.
+is not `kept_in_block`), and a nested one breaks at an outer call site (`call_depth`).
 
 Note [Breaks that read locals]
 A break at a call of `locals()`, `vars()`, `dir()`, or `eval`/`exec` without a locals
@@ -226,7 +227,7 @@ def nested_break(frames, fn) -> tuple[list, types.FunctionType, bool | None] | N
     first, the breaking frame's own function, and the grad mode the residual code restores
     if the rest raises (Note [Nested breaks inside grad-mode blocks]; None: no frame is
     inside a block). None when the break cannot be resumed there (the capture then breaks
-    at the outermost call site, Note [Speculation log])."""
+    at an outer call site, `call_depth`, Note [Speculation log])."""
     calls = []
     restore_on_raise = None
     for depth, (tx, callee_tx) in enumerate(zip(frames, frames[1:])):
@@ -260,6 +261,16 @@ def nested_break(frames, fn) -> tuple[list, types.FunctionType, bool | None] | N
     if priors and restore_on_raise is None:
         restore_on_raise = priors[0]
     return calls, fn, restore_on_raise
+
+
+def call_depth(frames, fn) -> int:
+    """For a nested break that cannot resume where it is (`nested_break` said None): the
+    deepest frame among `frames[:-1]` whose current call the capture can break at and
+    resume after (its callee then runs compiled on its own), 0 (the root) if none can."""
+    for depth in range(len(frames) - 2, 0, -1):
+        if nested_break(frames[:depth + 1], fn) is not None:
+            return depth
+    return 0
 
 
 def _grad_block_priors(tx, index: int, kept: list) -> list | None:

@@ -27,7 +27,7 @@ from ..vars.functions import CellVariable
 from ..vars.lazy_int import wrap_int
 from ..vars.symbolic import is_unbacked
 from . import gc_pause
-from .breaks import emit_break, nested_break, resumable_reason
+from .breaks import call_depth, emit_break, nested_break, resumable_reason
 from .continuation import is_continuation_code
 from .lazy_arguments import ArgumentLocals
 from .resume import is_resume_code
@@ -71,8 +71,9 @@ def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = Fa
     ends there and `Capture.graph_break` says why. Raises GraphBreak (nothing could be
     captured), UserCodeRaisesError or InternalTracerError. A break inside inlined calls
     ends the capture there too, the callers continuing in a continuation (Note
-    [Continuations]); where that is impossible the capture restarts, breaking at the
-    outermost call site. Every restart keeps what earlier attempts learned in the capture's
+    [Continuations]); where that is impossible the capture restarts, breaking at the call
+    of the deepest frame that can resume after it (`breaks.call_depth`; the root's at
+    worst). Every restart keeps what earlier attempts learned in the capture's
     speculation log (Note [Speculation log]). `dynamic` is the function's DynamicState
     (Note [Symbolic sizes]), None for static shapes. `spellings`: how torch.compile spells
     the frame's arguments, where it traces another frame (Note [Graph input names]).
@@ -91,7 +92,7 @@ def capture(fn: types.FunctionType, values: tuple, backend, fullgraph: bool = Fa
             raise InternalTracerError(AssertionError(f"{fn.__qualname__}: the capture restarted "
                                                      "too often"), _finished_guards(output)) from None
         except GraphBreak as e:
-            if len(e.chain) > 1 and not fullgraph and log.break_at_root(e) and log.restart():
+            if len(e.chain) > 1 and not fullgraph and log.break_at_call(e) and log.restart():
                 continue
             e.guards = _finished_guards(output)
             raise
@@ -146,7 +147,8 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn, ddp_m
             if len(frames) > 1:
                 nested = nested_break(frames, fn)
                 if nested is None:
-                    raise  # capture() restarts, breaking at the outermost call site
+                    e.call_depth = call_depth(frames, fn)
+                    raise  # capture() restarts, breaking at that frame's call
             else:
                 why_not = resumable_reason(tx)
                 if why_not is not None:
@@ -181,7 +183,7 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn, ddp_m
             if len(frames) == 1:  # the break's own reason comes first: it is where the frame stops
                 brk.reason = f"{brk.reason} (and a live value cannot be rebuilt there: {e.reason}; " \
                              "the frame runs eagerly)"
-            raise brk from None  # nested: capture() restarts at the outermost call site
+            raise brk from None  # nested: capture() restarts, breaking at the root's call
         # The graph is compiled only now that the residual code is known to be possible.
         residual, cg.instructions = cg.instructions, []
         graph, backend_seconds = _emit_graph_call(cg, output, outputs, backend, ddp_modules, at_break=True)

@@ -15,8 +15,10 @@ raises `RestartCapture`, and the next attempt, with a fresh output graph, replay
 same instructions and consults the `SpeculationLog` where it must decide. Positions are
 step counts: every translator counts the instructions it runs (`Translator.steps`), and
 tracing is deterministic, so an attempt reaches the same position with the same steps.
-A decision is keyed by (kind, steps of each frame from the root inwards); a break at the
-root's call site is keyed by the root's step alone, checked by the root's run loop. The
+A decision is keyed by (kind, steps of each frame from the root inwards); a break at a
+call site (the deepest frame whose call the break can resume at, `breaks.call_depth`; the
+root's at worst) by the steps of the frames from the root to that one, checked by that
+frame's run loop. The
 log belongs to one capture (`capture()` makes it), so a decision never leaks into
 another capture or into the later captures of the callees (which, compiled on their own,
 learn their own). It replaces the process-global break markers of earlier versions.
@@ -46,20 +48,24 @@ class RestartCapture(Exception):
 class SpeculationLog:
     """The decisions earlier attempts of one capture learned (Note [Speculation log])."""
 
-    __slots__ = ("root_breaks", "decisions", "restarts")
+    __slots__ = ("call_breaks", "decisions", "restarts")
 
     def __init__(self):
-        self.root_breaks: dict = {}  # root step -> (reason, category, hint, location, user_stack)
+        # steps of a frame's callers from the root inwards -> {the frame's step -> (reason,
+        # category, hint, location, user_stack)}: the calls where the frame breaks
+        self.call_breaks: dict = {}
         self.decisions: dict = {}    # (kind, steps from the root inwards) -> value
         self.restarts = 0
 
-    def break_at_root(self, brk) -> bool:
-        """Remember that the root frame must break at the call where nested break `brk`
-        started (reported where it really happens). False if that was known already."""
-        step = brk.root_step
-        if step in self.root_breaks:
+    def break_at_call(self, brk) -> bool:
+        """Remember that frame `brk.call_depth` of nested break `brk` (0: the root) must break
+        at the call it was in (the break is reported where it really happens). False if that
+        was known already."""
+        steps = brk.steps[:brk.call_depth + 1]
+        breaks = self.call_breaks.setdefault(steps[:-1], {})
+        if steps[-1] in breaks:
             return False
-        self.root_breaks[step] = (brk.reason, brk.category, brk.hint, brk.location, brk.user_stack)
+        breaks[steps[-1]] = (brk.reason, brk.category, brk.hint, brk.location, brk.user_stack)
         return True
 
     def decide(self, kind: str, position: tuple, value) -> None:

@@ -79,7 +79,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         dispatch = DISPATCH
         previous = self.output.set_current_tx(self)
         log = self.output.speculation_log
-        breaks = log.root_breaks if self.parent is None and log is not None and log.root_breaks else None
+        breaks = log.call_breaks.get(self._caller_steps()) if log is not None and log.call_breaks else None
         open_generators = self.output.open_generators  # Note [Traced generators]: dropped ones are closed
         stack = self.stack  # changed in place only, never rebound
         try:
@@ -101,6 +101,16 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
         finally:
             self.output.set_current_tx(previous)
         return self.return_value
+
+    def _caller_steps(self) -> tuple:
+        """The steps of the frames that inlined this one, from the root inwards (Note
+        [Speculation log]: with this frame's own step, its position)."""
+        steps = []
+        tx = self.parent
+        while tx is not None:
+            steps.append(tx.steps)
+            tx = tx.parent
+        return tuple(reversed(steps))
 
     def unwind(self, raised: TracedRaise) -> None:
         """Continue at the handler of the current instruction for the exception `raised`,
@@ -198,7 +208,8 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
     def _raise_break(self, brk: GraphBreak):
         brk.frames = tuple(reversed(list(self._outward())))
         brk.chain = tuple((tx.code, tx.inst.offset if tx.inst is not None else -1) for tx in brk.frames)
-        brk.root_step = brk.frames[0].steps
+        brk.steps = tuple(tx.steps for tx in brk.frames)  # its position (Note [Speculation log])
+        brk.call_depth = 0  # where a restart breaks, if the break cannot resume where it is
         raise brk
 
     # ---- speculation (translate/speculation.py) ------------------------------------------
