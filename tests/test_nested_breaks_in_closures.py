@@ -6,7 +6,7 @@ the trace, dead cells, two breaks), with torch.compile's frame and op counts."""
 import torch
 
 import bytegraph
-from helpers import check, check_calls
+from helpers import check, check_calls, explain_counts
 
 
 def test_cells_written_in_nested_closures():
@@ -100,3 +100,23 @@ def test_closure_escaping_after_the_break_sees_the_written_cell():
         return read(), total
 
     check(f, torch.randn(3, requires_grad=True), graphs=2)
+
+
+def doubled_three_times(x):
+    def twice(n, t):
+        if n == 0:
+            bytegraph.graph_break()
+            return t
+        return twice(n - 1, t * 2)
+    return twice(3, x)
+
+
+def test_recursive_closure_made_in_an_inlined_frame():
+    """`twice` closes over the cell of `doubled_three_times` that holds it (a cell made in the
+    trace, torch.utils._pytree's `helper` shape): the residual code makes the cell empty and
+    fills it after building the function (`CellVariable.reconstruct`), not recursing."""
+    def f(x):
+        return doubled_three_times(x) + 1
+
+    check(f, torch.randn(3, requires_grad=True))
+    assert explain_counts(f, torch.randn(3))[:2] == (2, 1)  # resumed in the recursion, not run eagerly

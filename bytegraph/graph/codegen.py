@@ -217,12 +217,20 @@ class PyCodegen:
                 self.load_fast(name)
                 return
             vt.reconstruct(self)
-            name = f"__bg_tmp_{len(self.tempvars)}"
-            self.tempvars[id(vt)] = name
-            self._emit("COPY", 1)
-            self.store_fast(name)
+            if id(vt) not in self.tempvars:  # (one that can be part of a cycle kept itself: `keep_built`)
+                self.keep_built(vt)
             return
         vt.reconstruct(self)
+
+    def keep_built(self, vt) -> None:
+        """Keep the object on top of the stack, just built for `vt`, in a temporary that
+        every later `reconstruct(vt)` loads (Note [Side-effect replay]); a tracker whose
+        object can reach itself (a cell holding a function that closes over it) calls it
+        before building what it holds."""
+        name = f"__bg_tmp_{len(self.tempvars)}"
+        self.tempvars[id(vt)] = name
+        self._emit("COPY", 1)
+        self.store_fast(name)
 
     # ---- emitters for side-effect replay (graph/side_effects.py) -----------------------
     def reconstruct_items(self, items, build_opcode: str) -> None:

@@ -120,16 +120,18 @@ class CellVariable(VariableTracker):
     def reconstruct(self, cg) -> None:
         """Push the cell object itself: the root frame's own cell at a break (Note [Frame
         cells at a break] in translate/breaks.py), else a fresh real cell for one made
-        during tracing."""
+        during tracing, kept before its contents are built and stored into it (they may
+        reach the cell again: a nested function that calls itself)."""
         if self.source is not None:
             self.source.cell().reconstruct(cg)
         elif not cg.load_frame_cell(self):
             cg.push_callable_const(types.CellType)
-            if self.contents is None:
-                cg.call(0)
-            else:
+            cg.call(0)
+            if self.contents is not None:
+                cg.keep_built(self)
                 cg.reconstruct(self.contents)
-                cg.call(1)
+                cg.reconstruct(self)
+                cg.store_attr("cell_contents")
 
 
 class BaseFunctionVariable(VariableTracker):
