@@ -276,8 +276,8 @@ def call_depth(frames, fn) -> int:
 def _grad_block_priors(tx, index: int, kept: list) -> list | None:
     """The grad modes that the `with` blocks open at instruction `index` of frame `tx`
     restore when they exit, outermost first, if every `try`/`with` block open there is a
-    grad-mode `with` whose exit (`restored_grad_mode`) is among the stack slots `kept` (Note [Nested breaks inside
-    grad-mode blocks]); None if another kind of block is open."""
+    grad-mode `with` whose exit (`restored_grad_mode`) is among the stack slots `kept`
+    (Note [Nested breaks inside grad-mode blocks]); None if another kind of block is open."""
     table = handlers(tx.code)
     instructions = instructions_of(tx.code)
     priors = []

@@ -10,18 +10,18 @@ capture exactly as if the speculated instructions never ran.
 # Note [Speculation log]
 One capture may need several attempts: an attempt learns something it could only know
 after running further (a break deep inside inlined calls that cannot resume there, so
-the capture must break at the root frame's call site; later, a speculation that failed),
+the capture must break at a call site further out; later, a speculation that failed),
 raises `RestartCapture`, and the next attempt, with a fresh output graph, replays the
 same instructions and consults the `SpeculationLog` where it must decide. Positions are
 step counts: every translator counts the instructions it runs (`Translator.steps`), and
 tracing is deterministic, so an attempt reaches the same position with the same steps.
 A decision is keyed by (kind, steps of each frame from the root inwards); a break at a
-call site (the deepest frame whose call the break can resume at, `breaks.call_depth`; the
-root's at worst) by the steps of the frames from the root to that one, checked by that
-frame's run loop. The
-log belongs to one capture (`capture()` makes it), so a decision never leaks into
-another capture or into the later captures of the callees (which, compiled on their own,
-learn their own). It replaces the process-global break markers of earlier versions.
+call site (the deepest frame whose call the break can resume after, `breaks.call_depth`;
+the root's at worst) by the steps of the frames from the root to that one, checked by that
+frame's run loop. The log belongs to one capture (`capture()` makes it), so a decision
+never leaks into another capture or into the later captures of the callees (which,
+compiled on their own, learn their own). It replaces the process-global break markers of
+earlier versions.
 """
 from __future__ import annotations
 
