@@ -14,6 +14,7 @@ and fewer to run per call. The locals serve only the graph call's arguments.
 """
 from __future__ import annotations
 
+import torch
 from bytecode import Instr, Label
 from bytecode.instr import CellVar, FreeVar
 
@@ -295,6 +296,14 @@ class PyCodegen:
 
     def pop_top(self) -> None:
         self._emit("POP_TOP")
+
+    def set_grad_mode(self, mode: bool) -> None:
+        """`torch._C._set_grad_enabled(mode)`, its result dropped: the real grad mode for the
+        eager code that follows."""
+        self.push_callable_const(torch._C._set_grad_enabled)
+        self.load_const(mode)
+        self.call(1)
+        self.pop_top()
 
     def copy(self, depth: int) -> None:
         """Push the stack item `depth` deep (1: the top) again."""

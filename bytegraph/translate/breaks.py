@@ -114,7 +114,6 @@ import builtins
 import sys
 import types
 
-import torch
 from bytecode import Instr, Label, TryBegin, TryEnd
 
 from .._bytecode import sequences
@@ -229,7 +228,7 @@ def nested_break(frames, fn) -> tuple[list, types.FunctionType, bool | None] | N
     inside a block). None when the break cannot be resumed there (the capture then breaks
     at an outer call site, `call_depth`, Note [Speculation log])."""
     calls = []
-    restore_on_raise = None
+    priors_by_frame = []  # each resumed frame's open grad-mode blocks' priors, outermost first
     for depth, (tx, callee_tx) in enumerate(zip(frames, frames[1:])):
         index = _index(tx)
         keep = _call_operands_start(tx)
@@ -243,8 +242,7 @@ def nested_break(frames, fn) -> tuple[list, types.FunctionType, bool | None] | N
         priors = _grad_block_priors(tx, index, tx.snapshot_stack[:keep])
         if priors is None or cells_reason(tx, index) is not None:
             return None
-        if priors and restore_on_raise is None:
-            restore_on_raise = priors[0]
+        priors_by_frame.append(priors)
         kept = tx.snapshot_stack[:keep]
         live = live_values(tx, index + 1)
         resume = make_resume_function(fn, tx.code, index + 1, tuple(vt is NULL for vt in kept) + (False,),
@@ -258,9 +256,8 @@ def nested_break(frames, fn) -> tuple[list, types.FunctionType, bool | None] | N
     if (priors is None or resumable_reason(tx) is not None or _reads_frame_locals(tx)
             or (tx.inst.opname == "STORE_GLOBAL" and tx.f_globals is not frames[0].f_globals)):
         return None
-    if priors and restore_on_raise is None:
-        restore_on_raise = priors[0]
-    return calls, fn, restore_on_raise
+    priors_by_frame.append(priors)
+    return calls, fn, next((priors[0] for priors in priors_by_frame if priors), None)
 
 
 def call_depth(frames, fn) -> int:
@@ -436,10 +433,7 @@ def emit_break(cg, tx, fn, waiting, compile_fn, emit_graph_call, restore_world, 
         cg.instructions.extend(block[1])
     if on_raise is not None:
         cg.instructions += [TryEnd(on_raise), on_raise.target]
-        cg.push_callable_const(torch._C._set_grad_enabled)
-        cg.load_const(restore_on_raise)
-        cg.call(1)
-        cg.pop_top()
+        cg.set_grad_mode(restore_on_raise)
         cg.instructions.append(Instr("RERAISE", 0, lineno=cg.lineno))
 
 

@@ -169,10 +169,7 @@ def _trace_and_codegen(fn, values, backend, output, fullgraph, compile_fn, ddp_m
         def restore_world(cg):
             output.side_effects.replay(cg)
             if output.grad_enabled != output.initial_grad_enabled:  # eager code runs next: set the mode
-                cg.push_callable_const(torch._C._set_grad_enabled)
-                cg.load_const(output.grad_enabled)
-                cg.call(1)
-                cg.pop_top()
+                cg.set_grad_mode(output.grad_enabled)
             autocast.emit_real_transitions(cg, output, at_break=True)
 
         waiting, breaking_fn, restore_on_raise = nested

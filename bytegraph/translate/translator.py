@@ -105,12 +105,7 @@ class Translator(StackOps, LoadStoreOps, OperatorOps, BuildOps, CallOps, JumpOps
     def _caller_steps(self) -> tuple:
         """The steps of the frames that inlined this one, from the root inwards (Note
         [Speculation log]: with this frame's own step, its position)."""
-        steps = []
-        tx = self.parent
-        while tx is not None:
-            steps.append(tx.steps)
-            tx = tx.parent
-        return tuple(reversed(steps))
+        return tuple(reversed([tx.steps for tx in self._outward()][1:]))
 
     def unwind(self, raised: TracedRaise) -> None:
         """Continue at the handler of the current instruction for the exception `raised`,

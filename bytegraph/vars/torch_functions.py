@@ -253,7 +253,8 @@ def _switch_grad_mode(tx, args, kwargs):
     """`torch._C._set_grad_enabled(mode)`, as the `__enter__`/`__exit__` of a real
     `no_grad()`/`enable_grad()` object call it: the traced switch."""
     if kwargs or len(args) != 1 or not args[0].is_python_constant() or type(args[0].as_python_constant()) is not bool:
-        tx.unsupported("torch._C._set_grad_enabled() with other than one bool argument", category="unsupported call")
+        tx.unsupported("torch._C._set_grad_enabled() with other than one bool argument", category="unsupported call",
+                       hint="pass a constant True or False, or use torch.set_grad_enabled(mode)")
     tx.output.set_grad_enabled(args[0].as_python_constant())
     return ConstantVariable(None)
 
